@@ -1,0 +1,7 @@
+"""Make the checkout importable as the rlinf.cluster collection (via collections/)."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "collections"))
