@@ -1,0 +1,528 @@
+"""Compare what a Ray cluster reports with what the inventory expects.
+
+Pure logic, no ``ray`` import: the ``ray_cluster_check`` module feeds it ``ray.nodes()``
+records and the results of one probe task per node; the unit tests feed it fabricated
+data. Every problem is one sentence naming the host, its rank and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+RANK_KEY = "RLINF_NODE_RANK"
+DEFAULT_ENV_KEYS = ("RLINF_NODE_RANK", "RLINF_COMM_NET_DEVICES")
+# Ray's own resources: never "custom" (robots, cameras, ...).
+BUILTIN_RESOURCES = frozenset({"CPU", "GPU", "memory", "object_store_memory"})
+BUILTIN_PREFIXES = ("node:", "accelerator_type:")
+# Where each expected resource comes from in the inventory, for the fix sentences.
+RESOURCE_SOURCES = {"CPU": "ray_num_cpus", "GPU": "ray_num_gpus"}
+EPSILON = 1e-6
+
+
+class ExpectedNodesError(ValueError):
+    """The expected node list itself is unusable; carries every problem."""
+
+    def __init__(self, problems: Sequence[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def is_builtin_resource(key: str) -> bool:
+    return key in BUILTIN_RESOURCES or key.startswith(BUILTIN_PREFIXES)
+
+
+def _number(value) -> float | None:
+    """A resource amount as a float, or None when it is not a number."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(str(value).strip()) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(number) or math.isinf(number):
+        return None
+    return number
+
+
+def format_amount(value) -> str:
+    """2.0 -> '2', 0.5 -> '0.5'; anything else as str."""
+    number = _number(value)
+    if number is None:
+        return str(value)
+    if abs(number - round(number)) < EPSILON:
+        return str(round(number))
+    return f"{number:g}"
+
+
+def short_python_version(version: str | None) -> str | None:
+    """'3.11.2 (main, ...) [GCC 12.2.0]' -> '3.11.2'."""
+    if not version:
+        return None
+    match = re.match(r"\s*(\d+\.\d+(?:\.\d+)?\S*)", str(version))
+    return match.group(1) if match else str(version).split()[0]
+
+
+def _label(node: Mapping) -> str:
+    """'host 'w1' (rank 1, 10.0.0.2)' for an expected node."""
+    return f"host '{node['name']}' (rank {node['rank']}, {node['ip']})"
+
+
+def _join(items: Iterable[str]) -> str:
+    return ", ".join(items)
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def normalize_expected(expected: Sequence[Mapping]) -> list[dict]:
+    """Validate and normalise the expected nodes; sorted by rank.
+
+    Each item: name, rank, ip, optional resources {key: amount}, optional env {KEY: value}.
+    Raises ExpectedNodesError listing every problem.
+    """
+    problems: list[str] = []
+    nodes: list[dict] = []
+    for index, item in enumerate(expected or []):
+        if not isinstance(item, Mapping):
+            problems.append(f"expected_nodes[{index}]: {item!r} is not a dict with name, rank and ip.")
+            continue
+        name = str(item.get("name") or f"expected_nodes[{index}]")
+        rank = item.get("rank")
+        if isinstance(rank, bool) or _number(rank) is None or float(rank) != int(float(rank)):
+            problems.append(f"host '{name}': rank {rank!r} is not a whole number; fix rlinf_node_rank.")
+            continue
+        ip = str(item.get("ip") or "").strip()
+        if not ip:
+            problems.append(
+                f"host '{name}' (rank {int(float(rank))}): no IP is known; set rlinf_node_ip "
+                "(run rlinf.cluster.node_facts first) or ansible_host."
+            )
+            continue
+        resources: dict[str, float] = {}
+        for key, amount in dict(item.get("resources") or {}).items():
+            if amount is None or amount == "":
+                continue
+            number = _number(amount)
+            if number is None or number < 0:
+                source = RESOURCE_SOURCES.get(str(key), "ray_resources")
+                problems.append(
+                    f"host '{name}': expected resource {key}={amount!r} is not a non-negative number; "
+                    f"fix {source} in the inventory."
+                )
+                continue
+            resources[str(key)] = number
+        env = {str(k): str(v) for k, v in dict(item.get("env") or {}).items() if v is not None}
+        nodes.append({"name": name, "rank": int(float(rank)), "ip": ip, "resources": resources, "env": env})
+
+    for field in ("name", "rank", "ip"):
+        counts = Counter(node[field] for node in nodes)
+        for value, count in sorted(counts.items(), key=lambda kv: str(kv[0])):
+            if count > 1:
+                owners = _join(node["name"] for node in nodes if node[field] == value)
+                problems.append(
+                    f"hosts {owners}: they share {field} {value!r}; every Ray node needs its own {field}."
+                )
+    if problems:
+        raise ExpectedNodesError(problems)
+    return sorted(nodes, key=lambda node: node["rank"])
+
+
+# --------------------------------------------------------------------------- ray.nodes()
+
+
+def normalize_node(raw: Mapping) -> dict:
+    """One ``ray.nodes()`` record as a plain dict."""
+    alive = raw.get("Alive")
+    if alive is None:
+        alive = str(raw.get("State", "")).upper() == "ALIVE"
+    resources = {}
+    for key, amount in dict(raw.get("Resources") or {}).items():
+        number = _number(amount)
+        resources[str(key)] = number if number is not None else amount
+    port = raw.get("NodeManagerPort")
+    return {
+        "node_id": str(raw.get("NodeID") or ""),
+        "ip": str(raw.get("NodeManagerAddress") or ""),
+        "port": int(port) if _number(port) is not None else None,
+        "hostname": str(raw.get("NodeManagerHostname") or ""),
+        "state": "ALIVE" if alive else "DEAD",
+        "is_head": bool(raw.get("Resources", {}).get("node:__internal_head__")),
+        "resources": resources,
+    }
+
+
+def alive_nodes(raw_nodes: Iterable[Mapping]) -> list[dict]:
+    """ALIVE nodes, one per NodeManagerAddress+port (DEAD entries dropped), sorted by address."""
+    seen: dict[tuple, dict] = {}
+    for raw in raw_nodes or []:
+        node = normalize_node(raw)
+        if node["state"] != "ALIVE":
+            continue
+        seen.setdefault((node["ip"], node["port"]), node)
+    return sorted(seen.values(), key=lambda n: (n["ip"], n["port"] or 0, n["node_id"]))
+
+
+def dead_ips(raw_nodes: Iterable[Mapping]) -> set[str]:
+    return {node["ip"] for node in map(normalize_node, raw_nodes or []) if node["state"] == "DEAD"}
+
+
+def match_nodes(expected: Sequence[Mapping], raw_nodes: Iterable[Mapping]) -> dict:
+    """Pair expected nodes with ALIVE Ray nodes by IP.
+
+    Returns {"matched": {name: node}, "missing": [expected...], "extra": [node...],
+    "dead": {name: True}} where ``dead`` marks missing hosts that Ray lists as DEAD.
+    A second ALIVE node on an expected IP (another raylet port) is extra.
+    """
+    raw_nodes = list(raw_nodes or [])
+    alive = alive_nodes(raw_nodes)
+    dead = dead_ips(raw_nodes)
+    by_ip: dict[str, list[dict]] = {}
+    for node in alive:
+        by_ip.setdefault(node["ip"], []).append(node)
+    matched: dict[str, dict] = {}
+    missing: list[dict] = []
+    used: set[str] = set()
+    for exp in expected:
+        candidates = by_ip.get(exp["ip"], [])
+        if candidates:
+            matched[exp["name"]] = candidates[0]
+            used.add(candidates[0]["node_id"])
+        else:
+            missing.append(exp)
+    extra = [node for node in alive if node["node_id"] not in used]
+    return {
+        "matched": matched,
+        "missing": missing,
+        "extra": extra,
+        "dead": {exp["name"]: True for exp in missing if exp["ip"] in dead},
+    }
+
+
+def membership_complete(expected: Sequence[Mapping], raw_nodes: Iterable[Mapping]) -> bool:
+    """True when every expected IP has an ALIVE node (the poll loop's stop condition)."""
+    return not match_nodes(expected, raw_nodes)["missing"]
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def _reference(values: Sequence[tuple[Mapping, str | None]]):
+    """The value the others must equal: the one on the lowest probed rank (the head's)."""
+    present = [(node, value) for node, value in values if value]
+    if not present:
+        return None, None
+    node, value = min(present, key=lambda pair: pair[0]["rank"])
+    return node, value
+
+
+def _consistency_problems(entries, field: str, what: str, fix: str) -> list[str]:
+    values = [(exp, probe.get(field)) for exp, probe in entries]
+    ref_node, ref_value = _reference(values)
+    problems = []
+    if ref_node is None:
+        return problems
+    for exp, value in values:
+        if value and value != ref_value:
+            problems.append(
+                f"{_label(exp)}: {what} is {value} but {ref_value} on '{ref_node['name']}' "
+                f"(rank {ref_node['rank']}); {fix}"
+            )
+    return problems
+
+
+def _custom_owner_text(owners: Sequence[str]) -> str:
+    return f" (found on {_join(repr(o) for o in owners)} instead)" if owners else ""
+
+
+def evaluate(
+    expected: Sequence[Mapping],
+    raw_nodes: Iterable[Mapping],
+    probes: Mapping[str, Mapping] | None = None,
+    address: str = "",
+    env_keys: Sequence[str] = DEFAULT_ENV_KEYS,
+    probed: bool = True,
+) -> dict:
+    """Compare the cluster with the expected nodes.
+
+    ``expected`` must come from normalize_expected(). ``probes`` maps a node_id to the
+    result of the task pinned to that node: {"env", "python", "python_executable",
+    "ray_version"} or {"error": "..."}; with ``probed`` a matched node with no entry is a
+    problem, without it (membership and resources only) it is not.
+    Returns {"ok", "nodes", "missing", "extra", "problems", "summary", "totals"}.
+    """
+    probes = dict(probes or {})
+    raw_nodes = list(raw_nodes or [])
+    where = f" at {address}" if address else ""
+    membership = match_nodes(expected, raw_nodes)
+    matched, missing, extra = membership["matched"], membership["missing"], membership["extra"]
+    problems: list[str] = []
+
+    # One report entry per expected node, in rank order.
+    nodes: list[dict] = []
+    probed_entries: list[tuple[dict, dict]] = []
+    for exp in expected:
+        node = matched.get(exp["name"])
+        probe = probes.get(node["node_id"], {}) if node else {}
+        entry = {
+            "name": exp["name"],
+            "rank": exp["rank"],
+            "ip": exp["ip"],
+            "state": node["state"] if node else ("DEAD" if exp["name"] in membership["dead"] else "MISSING"),
+            "node_id": node["node_id"] if node else None,
+            "hostname": node["hostname"] if node else None,
+            "is_head": node["is_head"] if node else False,
+            "resources": _visible_resources(node["resources"]) if node else {},
+            "custom_resources": _custom_resources(node["resources"]) if node else {},
+            "expected_resources": dict(exp.get("resources") or {}),
+            "env": dict(probe.get("env") or {}),
+            "python": short_python_version(probe.get("python")),
+            "python_build": probe.get("python"),
+            "python_executable": probe.get("python_executable"),
+            "ray_version": probe.get("ray_version"),
+            "problems": [],
+        }
+        nodes.append(entry)
+        if node and probe and not probe.get("error"):
+            probed_entries.append((exp, {**probe, "python": entry["python"]}))
+
+    by_name = {entry["name"]: entry for entry in nodes}
+
+    def add(name: str | None, sentence: str) -> None:
+        problems.append(sentence)
+        if name in by_name:
+            by_name[name]["problems"].append(sentence)
+
+    # Membership.
+    for exp in missing:
+        seen = "Ray lists it as DEAD" if exp["name"] in membership["dead"] else "it never joined"
+        add(
+            exp["name"],
+            f"{_label(exp)}: no ALIVE Ray node with this IP in the cluster{where} ({seen}); "
+            f"start Ray on '{exp['name']}' (re-run site.yml or restart its Ray unit) and check that it "
+            f"reaches the head{where}.",
+        )
+    extra_entries = []
+    for node in extra:
+        probe = probes.get(node["node_id"], {})
+        rank = (probe.get("env") or {}).get(RANK_KEY)
+        extra_entries.append(
+            {
+                "name": None,
+                "rank": rank,
+                "ip": node["ip"],
+                "port": node["port"],
+                "state": node["state"],
+                "node_id": node["node_id"],
+                "hostname": node["hostname"],
+                "resources": _visible_resources(node["resources"]),
+                "custom_resources": _custom_resources(node["resources"]),
+                "env": dict(probe.get("env") or {}),
+                "python": short_python_version(probe.get("python")),
+                "python_executable": probe.get("python_executable"),
+                "ray_version": probe.get("ray_version"),
+            }
+        )
+        rank_text = f", {RANK_KEY}={rank}" if rank is not None else ""
+        add(
+            None,
+            f"Ray node {node['ip']}:{node['port']} (hostname '{node['hostname']}', node_id "
+            f"{node['node_id'][:12]}{rank_text}) is ALIVE in the cluster{where} but is not in the "
+            f"inventory: {len(matched) + len(extra)} ALIVE nodes for {len(expected)} expected, and RLinf "
+            "would silently use only some of them; stop Ray on that machine or add it to 'ray_workers'.",
+        )
+
+    # Probes: the task pinned to each node.
+    for exp in expected:
+        node = matched.get(exp["name"])
+        if not node:
+            continue
+        probe = probes.get(node["node_id"])
+        if probe is None and not probed:
+            continue
+        if probe is None:
+            add(
+                exp["name"],
+                f"{_label(exp)}: no task was run on this node, so its Ray worker environment is unknown; "
+                "run the check with probe enabled.",
+            )
+            continue
+        if probe.get("error"):
+            add(
+                exp["name"],
+                f"{_label(exp)}: a task pinned to this node failed: {probe['error']}; the node is ALIVE but "
+                f"cannot run work: read the raylet log on '{exp['name']}' (journalctl -u rlinf-ray, "
+                "/tmp/ray/session_latest/logs) and restart its Ray.",
+            )
+            continue
+        env = probe.get("env") or {}
+        if RANK_KEY in env_keys:
+            actual = env.get(RANK_KEY)
+            if actual is None or str(actual).strip() == "":
+                add(
+                    exp["name"],
+                    f"{_label(exp)}: {RANK_KEY} is not set in this node's Ray worker environment (RLinf "
+                    f"reads it there); put {RANK_KEY}={exp['rank']} in the env file on '{exp['name']}' and "
+                    "restart its Ray (Ray reads its environment only at ray start).",
+                )
+            elif str(actual).strip() != str(exp["rank"]):
+                add(
+                    exp["name"],
+                    f"{_label(exp)}: the Ray workers on this node read {RANK_KEY}={actual} but the "
+                    f"inventory gives rank {exp['rank']}; set {RANK_KEY}={exp['rank']} in the env file on "
+                    f"'{exp['name']}' and restart its Ray (re-run site.yml).",
+                )
+        for key, want in sorted((exp.get("env") or {}).items()):
+            got = env.get(key)
+            if got != want:
+                add(
+                    exp["name"],
+                    f"{_label(exp)}: the Ray workers on this node read {key}={got!r} but the inventory "
+                    f"expects {want!r}; fix the env file on '{exp['name']}' and restart its Ray "
+                    "(re-run site.yml).",
+                )
+
+    # Versions: identical everywhere (extra nodes included when probed).
+    for sentence in _consistency_problems(
+        probed_entries,
+        "ray_version",
+        "Ray",
+        "install the same Ray version on every node (re-run site.yml) and restart Ray there.",
+    ):
+        add(_name_of(sentence), sentence)
+    for sentence in _consistency_problems(
+        probed_entries,
+        "python",
+        "Python",
+        "Ray needs the same Python (patch level included) on every node: rebuild the venv on that "
+        "node from the same Python and restart Ray.",
+    ):
+        add(_name_of(sentence), sentence)
+    for sentence in _consistency_problems(
+        probed_entries,
+        "python_executable",
+        "the Ray worker interpreter",
+        "RLinf warns when interpreters differ: start Ray from the same venv path "
+        "(rlinf_venv_dir) on every node.",
+    ):
+        add(_name_of(sentence), sentence)
+
+    # Resources: per node at least the expected amount; custom ones on the right node.
+    custom_declared: dict[str, list[str]] = {}
+    for exp in expected:
+        for key in exp.get("resources") or {}:
+            if not is_builtin_resource(key):
+                custom_declared.setdefault(key, []).append(exp["name"])
+    for exp in expected:
+        node = matched.get(exp["name"])
+        if not node:
+            continue
+        for key, want in sorted((exp.get("resources") or {}).items()):
+            got = _number(node["resources"].get(key))
+            if got is not None and got + EPSILON >= want:
+                continue
+            if is_builtin_resource(key):
+                source = RESOURCE_SOURCES.get(key, "ray_resources")
+                add(
+                    exp["name"],
+                    f"{_label(exp)}: Ray reports {key}={format_amount(got or 0)} on this node but the "
+                    f"inventory expects at least {format_amount(want)} ({source}); pass it to ray start "
+                    f"on '{exp['name']}' (re-run site.yml) or lower {source}.",
+                )
+            else:
+                owners = [
+                    name
+                    for name, other in matched.items()
+                    if name != exp["name"] and _number(other["resources"].get(key))
+                ]
+                have = f"{key}={format_amount(got)}" if got is not None else f"no '{key}'"
+                add(
+                    exp["name"],
+                    f"{_label(exp)}: custom resource '{key}' (ray_resources expects "
+                    f"{format_amount(want)}) is missing on this node: Ray reports {have}"
+                    f"{_custom_owner_text(owners)}; pass --resources to ray start on "
+                    f"'{exp['name']}' (re-run site.yml).",
+                )
+        for key, owners in sorted(custom_declared.items()):
+            if exp["name"] in owners:
+                continue
+            got = _number(node["resources"].get(key))
+            if got:
+                add(
+                    exp["name"],
+                    f"{_label(exp)}: Ray reports custom resource {key}={format_amount(got)} on this node "
+                    f"but the inventory declares '{key}' only on {_join(owners)}; remove it from ray start "
+                    f"on '{exp['name']}' (ray_resources) and restart its Ray.",
+                )
+
+    # Totals over the nodes that declare an amount.
+    totals: dict[str, dict] = {}
+    for key in ("CPU", "GPU"):
+        declared = [exp for exp in expected if key in (exp.get("resources") or {})]
+        actual = sum(_number(node["resources"].get(key)) or 0.0 for node in matched.values())
+        totals[key] = {"actual": actual, "expected": sum(e["resources"][key] for e in declared) or None}
+        if declared and actual + EPSILON < totals[key]["expected"]:
+            add(
+                None,
+                f"cluster{where}: Ray reports {format_amount(actual)} {key}s in total but the inventory "
+                f"expects at least {format_amount(totals[key]['expected'])} "
+                f"({RESOURCE_SOURCES[key]} summed over {_join(e['name'] for e in declared)}).",
+            )
+
+    # Keep sentences unique, in order.
+    problems = list(dict.fromkeys(problems))
+    for entry in nodes:
+        entry["problems"] = list(dict.fromkeys(entry["problems"]))
+    return {
+        "ok": not problems,
+        "nodes": nodes,
+        "missing": [exp["name"] for exp in missing],
+        "extra": extra_entries,
+        "problems": problems,
+        "totals": totals,
+        "summary": summarize(nodes, extra_entries, problems, address, totals),
+    }
+
+
+def _name_of(sentence: str) -> str | None:
+    match = re.match(r"host '([^']+)'", sentence)
+    return match.group(1) if match else None
+
+
+def _visible_resources(resources: Mapping) -> dict:
+    return {k: v for k, v in sorted(resources.items()) if not k.startswith("node:")}
+
+
+def _custom_resources(resources: Mapping) -> dict:
+    return {k: v for k, v in sorted(resources.items()) if not is_builtin_resource(k)}
+
+
+def summarize(nodes, extra, problems, address="", totals=None) -> str:
+    alive = sum(1 for n in nodes if n["state"] == "ALIVE")
+    where = f" at {address}" if address else ""
+    if problems:
+        missing = sum(1 for n in nodes if n["state"] != "ALIVE")
+        return (
+            f"FAILED: {alive}/{len(nodes)} expected nodes ALIVE{where}, {missing} missing, "
+            f"{len(extra)} extra, {len(problems)} problem{'s' if len(problems) != 1 else ''}"
+        )
+    rays = sorted({n["ray_version"] for n in nodes if n["ray_version"]})
+    pythons = sorted({n["python"] for n in nodes if n["python"]})
+    ranks = [n["rank"] for n in nodes]
+    rank_text = f"ranks {min(ranks)}-{max(ranks)}" if ranks else "no ranks"
+    parts = [f"OK: {alive}/{len(nodes)} nodes ALIVE{where}", f"{rank_text} match the inventory"]
+    if rays:
+        parts.append(f"Ray {_join(rays)}")
+    if pythons:
+        parts.append(f"Python {_join(pythons)}")
+    if totals:
+        parts.append(
+            f"{format_amount(totals.get('CPU', {}).get('actual', 0))} CPUs, "
+            f"{format_amount(totals.get('GPU', {}).get('actual', 0))} GPUs"
+        )
+    return ", ".join(parts)

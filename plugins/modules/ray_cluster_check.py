@@ -1,0 +1,515 @@
+#!/usr/bin/python
+# Copyright (c) rlinf-ansible maintainers
+# Apache-2.0 (see galaxy.yml)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: ray_cluster_check
+short_description: Check that a running Ray cluster matches the inventory
+description:
+  - Connects to the Ray cluster at O(address) as a driver, waits up to O(timeout) seconds for
+    every expected node to be ALIVE (DEAD entries dropped, one node per NodeManagerAddress and
+    port), then runs one tiny task pinned to each node that reads the Ray worker's environment,
+    Python and Ray versions.
+  - Fails, listing every problem, when a host is missing, an extra node is ALIVE (RLinf would
+    silently drop some nodes), a node's C(RLINF_NODE_RANK) differs from the inventory's rank,
+    Python or Ray versions differ between nodes, a node has fewer CPUs, GPUs or custom resources
+    than expected, or a custom resource sits on the wrong node.
+  - Resources are compared as numbers, at least the expected amount; more is fine.
+  - Read-only; never changes anything.
+  - Run it on the Ray head with the node venv's Python
+    (C(ansible_python_interpreter=/opt/rlinf/venv/bin/python)), where C(import ray) works.
+version_added: 0.1.0
+author:
+  - rlinf-ansible maintainers
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads, so it runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing to diff.
+options:
+  address:
+    description:
+      - GCS address of the head, C(ip:port). Always given explicitly, never auto-discovered
+        (C(ray.init(address="auto")) may find another cluster on the same machine).
+    type: str
+    required: true
+  node_ip:
+    description:
+      - IP of the local Ray node the driver attaches to.
+      - Defaults to the host part of O(address) (the driver runs on the head); a hostname that
+        resolves to 127.0.0.1 would otherwise attach to the wrong raylet.
+    type: str
+  expected_nodes:
+    description: The nodes of the inventory, one dict per node.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      name:
+        description: Inventory host name.
+        type: str
+        required: true
+      rank:
+        description: RLinf node rank the inventory gives this host (head is 0).
+        type: int
+        required: true
+      ip:
+        description: The IP Ray binds to on this host (C(rlinf_node_ip)).
+        type: str
+        required: true
+      resources:
+        description:
+          - "Minimum resources Ray must report on this node, by Ray name, for example
+            C({CPU: 2, GPU: 4, robot: 1})."
+          - Custom resources (anything but CPU, GPU, memory, object_store_memory) must also be
+            absent from the nodes that do not declare them.
+        type: dict
+        default: {}
+      env:
+        description: Extra environment values the Ray workers on this node must read.
+        type: dict
+        default: {}
+  timeout:
+    description:
+      - Seconds to wait for the head to accept connections and the expected nodes to be ALIVE.
+      - The probe tasks get up to the same number of seconds again.
+    type: int
+    default: 60
+  poll_interval:
+    description: Seconds between two reads of the node table.
+    type: float
+    default: 1
+  probe:
+    description:
+      - Run one task pinned to each ALIVE node to read its worker environment and versions.
+      - Without it ranks and versions are not checked.
+    type: bool
+    default: true
+  env_keys:
+    description: Environment variables read in each node's Ray worker.
+    type: list
+    elements: str
+    default: [RLINF_NODE_RANK, RLINF_COMM_NET_DEVICES]
+  env_file:
+    description:
+      - Optional env file (C(KEY=VALUE) lines) of the Ray unit; its C(RAY_*) variables (for example
+        C(RAY_AUTH_MODE)) are set in the driver before it connects. A missing file is ignored.
+    type: path
+notes:
+  - Needs the C(ray) package in the interpreter that runs the module.
+requirements:
+  - ray >= 2.47
+"""
+
+EXAMPLES = r"""
+- name: Check the cluster from the head
+  rlinf.cluster.ray_cluster_check:
+    address: 10.89.77.10:6379
+    expected_nodes:
+      - {name: head, rank: 0, ip: 10.89.77.10, resources: {CPU: 2}}
+      - {name: worker1, rank: 1, ip: 10.89.77.11, resources: {GPU: 4, robot: 1}}
+      - {name: worker2, rank: 2, ip: 10.89.77.12}
+    timeout: 60
+  vars:
+    ansible_python_interpreter: /opt/rlinf/venv/bin/python
+  register: ray_cluster
+
+- name: Only membership and resources, no probe tasks
+  rlinf.cluster.ray_cluster_check:
+    address: "{{ rlinf_head_ip }}:6379"
+    expected_nodes: "{{ expected }}"
+    probe: false
+"""
+
+RETURN = r"""
+nodes:
+  description: One entry per expected node, in rank order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Inventory host name.
+      type: str
+    rank:
+      description: Rank the inventory gives the host.
+      type: int
+    ip:
+      description: Expected IP.
+      type: str
+    state:
+      description: C(ALIVE), C(DEAD) (Ray lists only dead entries for this IP) or C(MISSING).
+      type: str
+    node_id:
+      description: Ray node ID, null when the node is not ALIVE.
+      type: str
+    resources:
+      description: Resources Ray reports for the node (C(node:*) keys left out).
+      type: dict
+    custom_resources:
+      description: The resources that are not CPU, GPU, memory, object_store_memory or accelerator_type.
+      type: dict
+    env:
+      description: Values of O(env_keys) read by a task pinned to the node (null when unset).
+      type: dict
+    python:
+      description: Worker Python version, for example C(3.11.2).
+      type: str
+    python_executable:
+      description: Worker C(sys.executable).
+      type: str
+    ray_version:
+      description: Worker C(ray.__version__).
+      type: str
+    problems:
+      description: The problems about this node.
+      type: list
+      elements: str
+  sample:
+    - name: head
+      rank: 0
+      ip: 10.89.77.10
+      state: ALIVE
+      node_id: 3f2a...
+      python: 3.11.2
+      ray_version: 2.60.0
+      env: {RLINF_NODE_RANK: "0"}
+      resources: {CPU: 2.0}
+      problems: []
+missing:
+  description: Names of the expected hosts with no ALIVE Ray node.
+  returned: always
+  type: list
+  elements: str
+extra:
+  description: ALIVE Ray nodes that match no expected host (same fields as O(nodes), name null).
+  returned: always
+  type: list
+  elements: dict
+problems:
+  description: Every problem, one sentence each, naming the host, its rank and the fix.
+  returned: always
+  type: list
+  elements: str
+totals:
+  description: CPU and GPU totals over the expected nodes, C({actual, expected}).
+  returned: always
+  type: dict
+summary:
+  description: One line, starting with C(OK:) or C(FAILED:).
+  returned: always
+  type: str
+  sample: "OK: 3/3 nodes ALIVE at 10.89.77.10:6379, ranks 0-2 match the inventory, Ray 2.60.0, Python 3.11.2"
+driver:
+  description: Interpreter, Python and Ray of the driver (this module).
+  returned: always
+  type: dict
+"""
+
+import contextlib  # noqa: E402 (imports follow the docs, as in every Ansible module)
+import os  # noqa: E402
+import socket  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state import (  # noqa: E402
+    DEFAULT_ENV_KEYS,
+    ExpectedNodesError,
+    evaluate,
+    membership_complete,
+    normalize_expected,
+)
+
+
+class RayImportError(Exception):
+    pass
+
+
+class CheckFailed(Exception):
+    """The cluster does not match (or cannot be checked); the message lists every problem."""
+
+
+def import_ray():
+    """Return (ray, NodeAffinitySchedulingStrategy); the unit tests replace this function."""
+    try:
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    except Exception as err:  # ImportError, or a broken install raising anything else
+        raise RayImportError(f"{type(err).__name__}: {err}") from None
+    return ray, NodeAffinitySchedulingStrategy
+
+
+def probe_task(env_keys):
+    """Runs inside a Ray worker on one node; self-contained so cloudpickle ships it by value."""
+    import os
+    import socket
+    import sys
+
+    import ray
+
+    return {
+        "env": {key: os.environ.get(key) for key in env_keys},
+        "python": sys.version,
+        "python_executable": sys.executable,
+        "ray_version": ray.__version__,
+        "hostname": socket.gethostname(),
+    }
+
+
+@contextlib.contextmanager
+def stdout_to_stderr():
+    """Send what Ray prints (fd 1 and sys.stdout) to stderr, so the module's stdout stays pure JSON."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:
+        saved = None
+    try:
+        if saved is not None:
+            os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def split_address(address):
+    host, _, port = address.strip().rpartition(":")
+    if not host or not port.isdigit():
+        return None, None
+    return host.strip("[]"), int(port)
+
+
+def read_ray_env(path):
+    """RAY_* assignments of an env file (systemd EnvironmentFile syntax, simple subset)."""
+    values = {}
+    if not path or not os.path.isfile(path):
+        return values
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line or line.startswith("#") or "=" not in line:
+                continue
+            key, _, value = line.partition("=")
+            key = key.strip()
+            if key.startswith("export "):
+                key = key[len("export ") :].strip()
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            if key.startswith("RAY_"):
+                values[key] = value
+    return values
+
+
+class RayClusterCheck:
+    def __init__(self, module, clock=time.monotonic, sleep=time.sleep):
+        self.module = module
+        self.params = module.params
+        self.address = self.params["address"]
+        self.timeout = max(0, self.params["timeout"])
+        self.poll_interval = max(0.05, float(self.params["poll_interval"]))
+        self.env_keys = list(self.params["env_keys"] or DEFAULT_ENV_KEYS)
+        self.clock = clock
+        self.sleep = sleep
+        self.result = {
+            "changed": False,
+            "nodes": [],
+            "missing": [],
+            "extra": [],
+            "problems": [],
+            "totals": {},
+            "summary": "",
+            "driver": {"python_executable": sys.executable, "python": sys.version.split()[0]},
+        }
+
+    def fail(self, msg):
+        self.result["summary"] = self.result["summary"] or f"FAILED: {msg}"
+        if not self.result["problems"]:
+            self.result["problems"] = [msg]
+        raise CheckFailed(msg)
+
+    def wait_for_port(self, host, port, deadline):
+        """Wait until something listens on the GCS port; None when it does, else the last error."""
+        last = None
+        while True:
+            try:
+                with socket.create_connection((host, port), timeout=min(5.0, self.poll_interval + 2)):
+                    return None
+            except OSError as err:
+                last = err
+            if self.clock() >= deadline:
+                return last
+            self.sleep(self.poll_interval)
+
+    def wait_for_nodes(self, ray, expected, deadline):
+        while True:
+            raw = ray.nodes()
+            if membership_complete(expected, raw) or self.clock() >= deadline:
+                return raw
+            self.sleep(self.poll_interval)
+
+    def run_probes(self, ray, affinity, node_ids):
+        """One task per node, pinned with a hard node affinity; results keyed by node_id."""
+        remote_probe = ray.remote(num_cpus=0, max_retries=0)(probe_task)
+        refs = {}
+        probes = {}
+        for node_id in node_ids:
+            try:
+                refs[node_id] = remote_probe.options(
+                    scheduling_strategy=affinity(node_id=node_id, soft=False)
+                ).remote(self.env_keys)
+            except Exception as err:
+                probes[node_id] = {"error": f"could not submit the task ({type(err).__name__}: {err})"}
+        if refs:
+            ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=max(1, self.timeout))
+            for node_id, ref in refs.items():
+                if ref not in ready:
+                    probes[node_id] = {"error": f"the task did not finish within {max(1, self.timeout)} s"}
+                    with contextlib.suppress(Exception):
+                        ray.cancel(ref, force=True)
+                    continue
+                try:
+                    probes[node_id] = dict(ray.get(ref, timeout=10))
+                except Exception as err:
+                    probes[node_id] = {"error": f"{type(err).__name__}: {str(err).strip()[:300]}"}
+        return probes
+
+    def run(self):
+        try:
+            expected = normalize_expected(self.params["expected_nodes"])
+        except ExpectedNodesError as err:
+            self.result["problems"] = err.problems
+            self.fail("expected_nodes is unusable: " + " ".join(err.problems))
+
+        host, port = split_address(self.address)
+        if host is None:
+            self.fail(
+                f"address '{self.address}' is not ip:port; pass the head's Ray address, e.g. 10.0.0.1:6379."
+            )
+
+        try:
+            ray, affinity = import_ray()
+        except RayImportError as err:
+            self.fail(
+                f"cannot import ray with the interpreter {sys.executable} ({err}); run this module with "
+                "the node venv's Python, where Ray is installed: set ansible_python_interpreter to "
+                "<rlinf_venv_dir>/bin/python (default /opt/rlinf/venv/bin/python)."
+            )
+        self.result["driver"]["ray_version"] = getattr(ray, "__version__", None)
+
+        deadline = self.clock() + self.timeout
+        port_error = self.wait_for_port(host, port, deadline)
+        if port_error is not None:
+            self.fail(
+                f"nothing accepts connections at the Ray head address {self.address} after "
+                f"{self.timeout} s ({port_error}); start Ray on the head (re-run site.yml or restart its "
+                "Ray unit) and check ray_port and the head's rlinf_node_ip."
+            )
+
+        os.environ.update(read_ray_env(self.params.get("env_file")))
+        init_args = {
+            "address": self.address,
+            "log_to_driver": False,
+            "logging_level": "ERROR",
+            "namespace": "rlinf_cluster_check",
+            "_node_ip_address": self.params.get("node_ip") or host,
+        }
+        try:
+            ray.init(**init_args)
+        except Exception as err:
+            self.fail(
+                f"cannot connect to the Ray cluster at {self.address} as a driver from "
+                f"{sys.executable} ({type(err).__name__}: {str(err).strip()[:500]}); the driver must run "
+                "on the head with the same Python and Ray as the cluster (and the same RAY_AUTH_* "
+                "settings when token auth is on)."
+            )
+        try:
+            raw = self.wait_for_nodes(ray, expected, deadline)
+            probes = {}
+            if self.params["probe"]:
+                alive_ids = [
+                    n.get("NodeID") for n in raw if n.get("Alive") or str(n.get("State")).upper() == "ALIVE"
+                ]
+                probes = self.run_probes(ray, affinity, list(dict.fromkeys(i for i in alive_ids if i)))
+        finally:
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+
+        report = evaluate(
+            expected, raw, probes, address=self.address, env_keys=self.env_keys, probed=self.params["probe"]
+        )
+        for key in ("nodes", "missing", "extra", "problems", "totals", "summary"):
+            self.result[key] = report[key]
+        if not report["ok"]:
+            raise CheckFailed(f"{report['summary']}:\n- " + "\n- ".join(report["problems"]))
+        return self.result
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            address=dict(type="str", required=True),
+            node_ip=dict(type="str"),
+            expected_nodes=dict(
+                type="list",
+                elements="dict",
+                required=True,
+                options=dict(
+                    name=dict(type="str", required=True),
+                    rank=dict(type="int", required=True),
+                    ip=dict(type="str", required=True),
+                    resources=dict(type="dict", default={}),
+                    env=dict(type="dict", default={}),
+                ),
+            ),
+            timeout=dict(type="int", default=60),
+            poll_interval=dict(type="float", default=1),
+            probe=dict(type="bool", default=True),
+            env_keys=dict(type="list", elements="str", default=list(DEFAULT_ENV_KEYS)),
+            env_file=dict(type="path"),
+        ),
+        supports_check_mode=True,
+    )
+
+
+def main():
+    module = build_module()
+    checker = RayClusterCheck(module)
+    failure = None
+    exception = None
+    # Ray may print on fd 1; the JSON result is written only after fd 1 is back.
+    with stdout_to_stderr():
+        try:
+            checker.run()
+        except CheckFailed as err:
+            failure = str(err)
+        except Exception as err:  # never a bare traceback: one sentence, the trace as data
+            failure = (
+                f"ray_cluster_check failed unexpectedly ({type(err).__name__}: {err}); this is a bug in "
+                "the module: report it with the exception text."
+            )
+            exception = traceback.format_exc()
+    if failure is not None:
+        if not checker.result["problems"]:
+            checker.result["problems"] = [failure]
+        extra = {"exception": exception} if exception else {}
+        module.fail_json(msg=failure, **extra, **checker.result)
+    module.exit_json(**checker.result)
+
+
+if __name__ == "__main__":
+    main()

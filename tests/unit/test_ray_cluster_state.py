@@ -1,0 +1,336 @@
+"""Pure comparison logic of ray_cluster_check, on fabricated ray.nodes() data."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state import (
+    ExpectedNodesError,
+    alive_nodes,
+    evaluate,
+    format_amount,
+    match_nodes,
+    membership_complete,
+    normalize_expected,
+    short_python_version,
+)
+
+PY = "3.11.2 (main, Mar 13 2023, 12:18:29) [GCC 12.2.0]"
+EXE = "/opt/rlinf/venv/bin/python"
+ADDR = "10.0.0.10:6379"
+
+
+def raw_node(ip, node_id, alive=True, port=40000, resources=None, hostname=None, head=False):
+    res = {"CPU": 2.0, "memory": 1e9, "object_store_memory": 5e8, f"node:{ip}": 1.0}
+    if head:
+        res["node:__internal_head__"] = 1.0
+    res.update(resources or {})
+    return {
+        "NodeID": node_id,
+        "Alive": alive,
+        "State": "ALIVE" if alive else "DEAD",
+        "NodeManagerAddress": ip,
+        "NodeManagerPort": port,
+        "NodeManagerHostname": hostname or f"host-{ip}",
+        "Resources": res,
+    }
+
+
+def probe(rank, ray="2.60.0", python=PY, exe=EXE, dev="eth0"):
+    return {
+        "env": {"RLINF_NODE_RANK": None if rank is None else str(rank), "RLINF_COMM_NET_DEVICES": dev},
+        "python": python,
+        "python_executable": exe,
+        "ray_version": ray,
+    }
+
+
+def expected(resources=None, env=None):
+    resources = resources or {}
+    env = env or {}
+    return normalize_expected(
+        [
+            {"name": "head", "rank": 0, "ip": "10.0.0.10", "resources": resources.get("head", {})},
+            {
+                "name": "w1",
+                "rank": 1,
+                "ip": "10.0.0.11",
+                "resources": resources.get("w1", {}),
+                "env": env.get("w1", {}),
+            },
+            {"name": "w2", "rank": 2, "ip": "10.0.0.12", "resources": resources.get("w2", {})},
+        ]
+    )
+
+
+def healthy(extra_res=None):
+    extra_res = extra_res or {}
+    nodes = [
+        raw_node("10.0.0.10", "n0", head=True, resources=extra_res.get("n0")),
+        raw_node("10.0.0.11", "n1", resources=extra_res.get("n1")),
+        raw_node("10.0.0.12", "n2", resources=extra_res.get("n2")),
+    ]
+    probes = {"n0": probe(0), "n1": probe(1), "n2": probe(2)}
+    return nodes, probes
+
+
+def run(exp, nodes, probes, **kw):
+    return evaluate(exp, nodes, probes, address=ADDR, **kw)
+
+
+def test_healthy_cluster_is_ok():
+    nodes, probes = healthy()
+    result = run(expected(), nodes, probes)
+    assert result["ok"], result["problems"]
+    assert result["problems"] == []
+    assert [n["state"] for n in result["nodes"]] == ["ALIVE"] * 3
+    assert [n["rank"] for n in result["nodes"]] == [0, 1, 2]
+    assert result["nodes"][1]["env"]["RLINF_NODE_RANK"] == "1"
+    assert result["nodes"][0]["python"] == "3.11.2"
+    assert result["nodes"][0]["is_head"] is True
+    assert "node:10.0.0.10" not in result["nodes"][0]["resources"]
+    assert result["summary"].startswith("OK: 3/3 nodes ALIVE at 10.0.0.10:6379, ranks 0-2")
+    assert "Ray 2.60.0" in result["summary"] and "Python 3.11.2" in result["summary"]
+
+
+def test_missing_worker_is_named_with_rank_and_fix():
+    nodes, probes = healthy()
+    result = run(expected(), nodes[:2], probes)
+    assert not result["ok"]
+    assert result["missing"] == ["w2"]
+    assert result["nodes"][2]["state"] == "MISSING"
+    (problem,) = result["problems"]
+    assert "host 'w2' (rank 2, 10.0.0.12)" in problem and "never joined" in problem
+    assert "site.yml" in problem
+    assert result["summary"].startswith("FAILED: 2/3 expected nodes ALIVE")
+
+
+def test_dead_duplicates_are_filtered_and_dead_only_host_is_reported_dead():
+    nodes, probes = healthy()
+    dead_old_w1 = raw_node("10.0.0.11", "old1", alive=False)
+    dead_w2 = raw_node("10.0.0.12", "old2", alive=False)
+    result = run(expected(), [dead_old_w1, *nodes[:2], dead_w2], probes)
+    assert result["missing"] == ["w2"]
+    assert result["nodes"][1]["node_id"] == "n1"
+    assert result["nodes"][2]["state"] == "DEAD"
+    assert "Ray lists it as DEAD" in result["problems"][0]
+    assert result["extra"] == []
+
+
+def test_dead_entries_alone_do_not_count_as_extra():
+    nodes, probes = healthy()
+    result = run(expected(), [*nodes, raw_node("10.0.0.99", "gone", alive=False)], probes)
+    assert result["ok"], result["problems"]
+
+
+def test_same_ip_and_port_alive_twice_is_deduplicated():
+    nodes, _ = healthy()
+    assert len(alive_nodes([*nodes, dict(nodes[1], NodeID="n1-dup")])) == 3
+
+
+def test_extra_alive_node_is_an_error():
+    nodes, probes = healthy()
+    stray = raw_node("10.0.0.99", "n9", hostname="stray")
+    probes["n9"] = probe(3)
+    result = run(expected(), [*nodes, stray], probes)
+    assert not result["ok"]
+    assert [e["ip"] for e in result["extra"]] == ["10.0.0.99"]
+    assert result["extra"][0]["rank"] == "3"
+    (problem,) = result["problems"]
+    assert "10.0.0.99" in problem and "not in the inventory" in problem and "RLINF_NODE_RANK=3" in problem
+    assert "4 ALIVE nodes for 3 expected" in problem
+
+
+def test_second_raylet_on_an_expected_ip_is_extra():
+    nodes, probes = healthy()
+    second = raw_node("10.0.0.11", "n1b", port=40001)
+    result = run(expected(), [*nodes, second], probes)
+    assert [e["node_id"] for e in result["extra"]] == ["n1b"]
+    assert not result["ok"]
+
+
+def test_rank_mismatch_names_host_rank_and_fix():
+    nodes, probes = healthy()
+    probes["n2"] = probe(1)
+    result = run(expected(), nodes, probes)
+    (problem,) = result["problems"]
+    assert problem.startswith("host 'w2' (rank 2, 10.0.0.12)")
+    assert "RLINF_NODE_RANK=1" in problem and "rank 2" in problem and "restart" in problem
+    assert result["nodes"][2]["problems"] == [problem]
+    assert result["nodes"][1]["problems"] == []
+
+
+def test_rank_not_set_in_worker_env():
+    nodes, probes = healthy()
+    probes["n1"] = probe(None)
+    result = run(expected(), nodes, probes)
+    (problem,) = result["problems"]
+    assert "RLINF_NODE_RANK is not set" in problem and "host 'w1'" in problem
+
+
+def test_ray_version_mismatch_is_reported_on_the_odd_node():
+    nodes, probes = healthy()
+    probes["n2"] = probe(2, ray="2.58.0")
+    result = run(expected(), nodes, probes)
+    (problem,) = result["problems"]
+    assert problem.startswith("host 'w2' (rank 2")
+    assert "Ray is 2.58.0 but 2.60.0 on 'head'" in problem
+
+
+def test_python_patch_mismatch_is_reported():
+    nodes, probes = healthy()
+    probes["n1"] = probe(1, python="3.11.7 (main, May  9 2026) [GCC 12.2.0]")
+    result = run(expected(), nodes, probes)
+    (problem,) = result["problems"]
+    assert "host 'w1'" in problem and "Python is 3.11.7 but 3.11.2" in problem
+
+
+def test_python_build_string_alone_does_not_matter():
+    nodes, probes = healthy()
+    probes["n1"] = probe(1, python="3.11.2 (other build) [GCC 13]")
+    assert run(expected(), nodes, probes)["ok"]
+
+
+def test_interpreter_path_mismatch_is_reported():
+    nodes, probes = healthy()
+    probes["n2"] = probe(2, exe="/usr/bin/python3")
+    result = run(expected(), nodes, probes)
+    (problem,) = result["problems"]
+    assert "host 'w2'" in problem and "/usr/bin/python3" in problem and EXE in problem
+
+
+def test_more_gpus_than_expected_pass_and_numbers_are_not_strings():
+    nodes, probes = healthy({"n1": {"GPU": 8.0}, "n2": {"GPU": 4.0}})
+    exp = expected({"w1": {"GPU": 4}, "w2": {"GPU": "4"}, "head": {"CPU": "2"}})
+    result = run(exp, nodes, probes)
+    assert result["ok"], result["problems"]
+    assert result["totals"]["GPU"] == {"actual": 12.0, "expected": 8.0}
+
+
+def test_fewer_gpus_than_expected_fail_per_node_and_total():
+    nodes, probes = healthy({"n1": {"GPU": 2.0}})
+    result = run(expected({"w1": {"GPU": 4}}), nodes, probes)
+    assert not result["ok"]
+    assert any(
+        p.startswith("host 'w1' (rank 1") and "GPU=2" in p and "at least 4" in p and "ray_num_gpus" in p
+        for p in result["problems"]
+    )
+    assert any(p.startswith("cluster at 10.0.0.10:6379: Ray reports 2 GPUs") for p in result["problems"])
+
+
+def test_missing_gpu_resource_counts_as_zero():
+    nodes, probes = healthy()
+    result = run(expected({"w2": {"GPU": 1}}), nodes, probes)
+    assert any("GPU=0" in p and "host 'w2'" in p for p in result["problems"])
+
+
+def test_custom_resource_on_the_wrong_node():
+    nodes, probes = healthy({"n2": {"robot": 1.0}})
+    result = run(expected({"w1": {"robot": 1}}), nodes, probes)
+    problems = result["problems"]
+    assert len(problems) == 2
+    assert any(
+        p.startswith("host 'w1' (rank 1") and "custom resource 'robot'" in p and "found on 'w2' instead" in p
+        for p in problems
+    )
+    assert any(p.startswith("host 'w2' (rank 2") and "robot=1" in p and "only on w1" in p for p in problems)
+    assert result["nodes"][2]["custom_resources"] == {"robot": 1.0}
+
+
+def test_custom_resource_on_the_right_node_passes():
+    nodes, probes = healthy({"n1": {"robot": 2.0, "camera": 1.0}})
+    assert run(expected({"w1": {"robot": 1, "camera": 1}}), nodes, probes)["ok"]
+
+
+def test_undeclared_custom_resource_is_not_a_problem():
+    nodes, probes = healthy({"n2": {"tpu_slice": 1.0}})
+    assert run(expected(), nodes, probes)["ok"]
+
+
+def test_failed_probe_names_the_node():
+    nodes, probes = healthy()
+    probes["n1"] = {"error": "the task did not finish within 60 s"}
+    result = run(expected(), nodes, probes)
+    (problem,) = result["problems"]
+    assert "host 'w1' (rank 1" in problem and "did not finish" in problem
+
+
+def test_unprobed_node_is_a_problem_only_when_probing():
+    nodes, probes = healthy()
+    del probes["n2"]
+    assert not run(expected(), nodes, probes)["ok"]
+    result = run(expected(), nodes, {}, probed=False)
+    assert result["ok"], result["problems"]
+
+
+def test_expected_env_values():
+    nodes, probes = healthy()
+    exp = expected(env={"w1": {"RLINF_COMM_NET_DEVICES": "et0"}})
+    result = run(exp, nodes, probes)
+    (problem,) = result["problems"]
+    assert "RLINF_COMM_NET_DEVICES='eth0'" in problem and "'et0'" in problem
+
+
+def test_every_problem_is_listed_not_only_the_first():
+    nodes, probes = healthy({"n1": {"GPU": 1.0}})
+    probes["n1"] = probe(2, ray="2.47.0")
+    result = run(expected({"w1": {"GPU": 2}}), nodes[:2], probes)
+    text = "\n".join(result["problems"])
+    for needle in ("host 'w2'", "RLINF_NODE_RANK=2", "Ray is 2.47.0", "GPU=1"):
+        assert needle in text
+    assert result["summary"].endswith(f"{len(result['problems'])} problems")
+
+
+def test_membership_complete_and_matching():
+    nodes, _ = healthy()
+    exp = expected()
+    assert membership_complete(exp, nodes)
+    assert not membership_complete(exp, nodes[1:])
+    assert match_nodes(exp, nodes[1:])["missing"][0]["name"] == "head"
+
+
+def test_state_field_without_alive_key():
+    nodes, probes = healthy()
+    for node in nodes:
+        del node["Alive"]
+    nodes[2]["State"] = "DEAD"
+    assert run(expected(), nodes, probes)["missing"] == ["w2"]
+
+
+@pytest.mark.parametrize(
+    ("items", "needle"),
+    [
+        (
+            [{"name": "a", "rank": 0, "ip": "1.1.1.1"}, {"name": "b", "rank": 0, "ip": "1.1.1.2"}],
+            "share rank",
+        ),
+        ([{"name": "a", "rank": 0, "ip": "1.1.1.1"}, {"name": "b", "rank": 1, "ip": "1.1.1.1"}], "share ip"),
+        ([{"name": "a", "rank": 0, "ip": ""}], "no IP is known"),
+        ([{"name": "a", "rank": "x", "ip": "1.1.1.1"}], "not a whole number"),
+        ([{"name": "a", "rank": 0, "ip": "1.1.1.1", "resources": {"GPU": "many"}}], "ray_num_gpus"),
+        ([{"name": "a", "rank": 0, "ip": "1.1.1.1", "resources": {"robot": -1}}], "ray_resources"),
+    ],
+)
+def test_unusable_expected_nodes(items, needle):
+    with pytest.raises(ExpectedNodesError) as err:
+        normalize_expected(items)
+    assert needle in str(err.value)
+
+
+def test_expected_nodes_sorted_by_rank_and_numbers_parsed():
+    exp = normalize_expected(
+        [
+            {"name": "b", "rank": 1, "ip": "1.1.1.2", "resources": {"GPU": "4", "CPU": None}},
+            {"name": "a", "rank": 0, "ip": "1.1.1.1"},
+        ]
+    )
+    assert [n["name"] for n in exp] == ["a", "b"]
+    assert exp[1]["resources"] == {"GPU": 4.0}
+
+
+def test_small_helpers():
+    assert short_python_version(PY) == "3.11.2"
+    assert short_python_version(None) is None
+    assert format_amount(2.0) == "2"
+    assert format_amount(0.5) == "0.5"
+    assert format_amount("x") == "x"
