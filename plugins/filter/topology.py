@@ -1,4 +1,4 @@
-"""Jinja filters over plugins/module_utils/topology.py (ranks, head, problems)."""
+"""Jinja filters over plugins/module_utils/topology.py (ranks, head, problems, rank table)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.rlinf.cluster.plugins.module_utils.topology import (
     TopologyError,
     cluster_nodes,
+    rank_table,
     topology_problems,
 )
 
@@ -18,9 +19,26 @@ def _cluster_nodes(groups, hostvars):
         raise AnsibleFilterError(str(err)) from None
 
 
+def _topology_problems(groups, hostvars):
+    try:
+        return topology_problems(groups, hostvars)
+    except Exception as err:  # never a traceback: report it as one problem
+        return [f"inventory: could not read the topology ({type(err).__name__}: {err}); fix the inventory."]
+
+
+def _rank_table(nodes):
+    try:
+        return rank_table(nodes or [])
+    except (KeyError, TypeError) as err:
+        raise AnsibleFilterError(
+            f"rank_table: expects the list from rlinf.cluster.cluster_nodes ({err})."
+        ) from None
+
+
 class FilterModule:
     def filters(self):
         return {
             "cluster_nodes": _cluster_nodes,
-            "topology_problems": topology_problems,
+            "topology_problems": _topology_problems,
+            "rank_table": _rank_table,
         }

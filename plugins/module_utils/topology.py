@@ -4,6 +4,19 @@ One source of truth for validation, templates and checks. Ranks come from the wh
 inventory (the ``groups`` magic variable, never the hosts of the current play), so
 ``--limit`` and hosts appended to ``ray_workers`` never renumber existing nodes.
 Plain Python, no Ansible imports: the filter plugins and the unit tests call it directly.
+
+Inventory contract read here (every name is documented in docs/validation.md):
+
+- ``ray_head`` (exactly one host) and ``ray_workers`` groups; ranks are the head 0, then
+  the workers in inventory order. ``rlinf_node_rank`` (host var) overrides, validated.
+- Node groups: a host belongs to the RLinf node group ``L`` when its ``rlinf_node_group``
+  var is ``L`` (or a list containing ``L``), normally set as a group var of a child group,
+  or when it is in an inventory group whose name is listed in ``rlinf_node_groups``.
+- ``rlinf_gpus_per_node`` (int >= 0) and ``rlinf_cuda_visible_devices`` (GPU ids, a
+  list or a comma-separated string) describe the accelerators of one Ray node.
+- Several hosts with the same ``ansible_host`` are several Ray nodes on one machine;
+  they need distinct ``ray_port`` (default 6379) and ``ray_temp_dir`` (default
+  ``/tmp/ray``) and disjoint ``rlinf_cuda_visible_devices``.
 """
 
 from __future__ import annotations
@@ -13,6 +26,18 @@ from collections.abc import Mapping, Sequence
 HEAD_GROUP = "ray_head"
 WORKER_GROUP = "ray_workers"
 RANK_VAR = "rlinf_node_rank"
+NODE_GROUP_VAR = "rlinf_node_group"
+NODE_GROUPS_VAR = "rlinf_node_groups"
+GPUS_VAR = "rlinf_gpus_per_node"
+CUDA_VAR = "rlinf_cuda_visible_devices"
+PORT_VAR = "ray_port"
+TEMP_DIR_VAR = "ray_temp_dir"
+DEFAULT_RAY_PORT = 6379
+DEFAULT_RAY_TEMP_DIR = "/tmp/ray"
+# Labels RLinf reserves for its built-in groups (case-sensitive: "Node" is allowed).
+RESERVED_LABELS = ("cluster", "node")
+# Inventory groups that can never be node groups.
+_SPECIAL_GROUPS = ("all", "ungrouped")
 
 
 class TopologyError(ValueError):
@@ -23,12 +48,30 @@ class TopologyError(ValueError):
         super().__init__("\n".join(self.problems))
 
 
+def _vars(hostvars: Mapping[str, Mapping], name: str) -> Mapping:
+    try:
+        found = hostvars[name]
+    except (KeyError, TypeError):
+        return {}
+    return found if found is not None else {}
+
+
+def _get(hostvars: Mapping[str, Mapping], name: str, key: str, default=None):
+    try:
+        value = _vars(hostvars, name).get(key, default)
+    except Exception:  # an undefined Jinja value in the inventory
+        return default
+    return default if value is None else value
+
+
 def _explicit_rank(name: str, hostvars: Mapping[str, Mapping], problems: list[str]):
-    value = hostvars.get(name, {}).get(RANK_VAR)
-    if value is None:
+    value = _get(hostvars, name, RANK_VAR)
+    if value is None or value == "":
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         try:
+            if isinstance(value, (bool, float)):
+                raise ValueError
             value = int(str(value).strip())
         except ValueError:
             problems.append(
@@ -36,7 +79,202 @@ def _explicit_rank(name: str, hostvars: Mapping[str, Mapping], problems: list[st
                 "set it to a whole number or remove it to use inventory order."
             )
             return None
+    if value < 0:
+        problems.append(
+            f"host '{name}': {RANK_VAR}={value} is negative; RLinf ranks start at 0, "
+            "set a rank >= 0 or remove it to use inventory order."
+        )
+        return None
     return value
+
+
+def parse_device_ids(value) -> list[str] | None:
+    """GPU ids from ``rlinf_cuda_visible_devices``: a list, an int or ``"0,1"``. None if unset."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a GPU list")
+    if isinstance(value, int):
+        return [str(value)]
+    if isinstance(value, str):
+        items = [part.strip() for part in value.split(",")]
+        if value.strip() == "":
+            return []
+    elif isinstance(value, Sequence):
+        items = [str(part).strip() for part in value]
+    else:
+        raise ValueError(f"{type(value).__name__} is not a GPU list")
+    if any(item == "" for item in items):
+        raise ValueError("it has an empty entry")
+    return items
+
+
+def _node_group_labels(name, hostvars, problems) -> list[str]:
+    value = _get(hostvars, name, NODE_GROUP_VAR)
+    if value is None or value == "":
+        return []
+    values = [value] if isinstance(value, (str, int)) and not isinstance(value, bool) else value
+    if not isinstance(values, Sequence) or isinstance(values, str):
+        problems.append(
+            f"host '{name}': {NODE_GROUP_VAR}={value!r} is neither a label nor a list of labels; "
+            "set it to a string such as 'edge'."
+        )
+        return []
+    labels = []
+    for item in values:
+        if isinstance(item, bool) or not isinstance(item, (str, int)):
+            problems.append(
+                f"host '{name}': {NODE_GROUP_VAR} entry {item!r} is not a label; use a plain string."
+            )
+            continue
+        labels.append(str(item))
+    return labels
+
+
+def _label_problems(label: str, where: str) -> list[str]:
+    if label.strip() == "":
+        return [f"{where}: an empty node-group label; give the group a name."]
+    if label in RESERVED_LABELS:
+        return [
+            f"{where}: node-group label '{label}' is reserved by RLinf ('cluster' and 'node' are "
+            "built in); choose another label."
+        ]
+    if "," in label or label != label.strip():
+        return [
+            f"{where}: node-group label '{label}' contains a comma or surrounding spaces, which "
+            "RLinf's node_group field splits on; use a plain name."
+        ]
+    return []
+
+
+def _declared_group_names(ordered, hostvars, groups, problems) -> list[str]:
+    """Inventory groups listed in ``rlinf_node_groups`` (read from every cluster host)."""
+    names: list[str] = []
+    for host in ordered:
+        value = _get(hostvars, host, NODE_GROUPS_VAR)
+        if value is None or value == "" or value == []:
+            continue
+        if isinstance(value, str) or not isinstance(value, Sequence):
+            problems.append(
+                f"host '{host}': {NODE_GROUPS_VAR}={value!r} must be a list of inventory group names, "
+                f"e.g. [edge]."
+            )
+            continue
+        for item in value:
+            if str(item) not in names:
+                names.append(str(item))
+    for group in names:
+        if group in _SPECIAL_GROUPS or group in (HEAD_GROUP, WORKER_GROUP):
+            problems.append(
+                f"inventory: {NODE_GROUPS_VAR} lists '{group}', which cannot be a node group; "
+                "list a child group of the cluster that holds the hosts of one node group."
+            )
+        elif group not in groups:
+            problems.append(
+                f"inventory: {NODE_GROUPS_VAR} lists group '{group}', which the inventory does not "
+                f"define; create the group or remove it from {NODE_GROUPS_VAR}."
+            )
+    return [g for g in names if g in groups and g not in (*_SPECIAL_GROUPS, HEAD_GROUP, WORKER_GROUP)]
+
+
+def _gpu_info(name, hostvars, problems):
+    """(gpus, devices) for one host; None when unknown."""
+    devices = None
+    raw_devices = _get(hostvars, name, CUDA_VAR)
+    if raw_devices is not None:
+        try:
+            devices = parse_device_ids(raw_devices)
+        except ValueError as err:
+            problems.append(
+                f"host '{name}': {CUDA_VAR}={raw_devices!r} is not a GPU list ({err}); "
+                "write GPU ids as a list or a comma-separated string such as '0,1'."
+            )
+        else:
+            if len(set(devices)) != len(devices):
+                problems.append(
+                    f"host '{name}': {CUDA_VAR}={raw_devices!r} repeats a GPU id; list each GPU once."
+                )
+    gpus = None
+    raw_gpus = _get(hostvars, name, GPUS_VAR)
+    if raw_gpus is not None and raw_gpus != "":
+        try:
+            if isinstance(raw_gpus, (bool, float)):
+                raise ValueError
+            gpus = int(str(raw_gpus).strip())
+            if gpus < 0:
+                raise ValueError
+        except ValueError:
+            problems.append(
+                f"host '{name}': {GPUS_VAR}={raw_gpus!r} is not a whole number >= 0; "
+                "set the number of GPUs this Ray node uses (0 for a CPU-only node)."
+            )
+            gpus = None
+    if devices is not None:
+        if gpus is None:
+            gpus = len(devices)
+        elif gpus != len(devices):
+            problems.append(
+                f"host '{name}': {GPUS_VAR}={gpus} but {CUDA_VAR} lists {len(devices)} GPU(s); "
+                "make them agree (or drop one of them)."
+            )
+    return gpus, devices
+
+
+def _port(name, hostvars, problems):
+    raw = _get(hostvars, name, PORT_VAR, DEFAULT_RAY_PORT)
+    try:
+        if isinstance(raw, (bool, float)):
+            raise ValueError
+        port = int(str(raw).strip())
+        if not 1 <= port <= 65535:
+            raise ValueError
+    except ValueError:
+        problems.append(f"host '{name}': {PORT_VAR}={raw!r} is not a TCP port; set a number in 1..65535.")
+        return None
+    return port
+
+
+def _shared_machine_problems(nodes: list[dict]) -> list[str]:
+    problems: list[str] = []
+    machines: dict[str, list[dict]] = {}
+    for node in nodes:
+        machines.setdefault(node["machine"], []).append(node)
+    for machine, members in machines.items():
+        if len(members) < 2:
+            continue
+        names = ", ".join(n["name"] for n in members)
+        for key, var in ((PORT_VAR, PORT_VAR), ("temp_dir", TEMP_DIR_VAR)):
+            seen: dict = {}
+            for node in members:
+                if node[key] is None:
+                    continue
+                seen.setdefault(node[key], []).append(node["name"])
+            for value, holders in seen.items():
+                if len(holders) > 1:
+                    problems.append(
+                        f"hosts {', '.join(holders)}: they run Ray nodes on the same machine "
+                        f"({machine}) with the same {var}={value!r}; give each host its own {var}."
+                    )
+        gpu_users = [n for n in members if n["gpus"] != 0]
+        if len(gpu_users) > 1:
+            missing = [n["name"] for n in gpu_users if n["cuda_visible_devices"] is None]
+            if missing:
+                problems.append(
+                    f"hosts {', '.join(missing)}: they share machine {machine} with {names} but do not "
+                    f"set {CUDA_VAR}; give each host a disjoint GPU list (or {GPUS_VAR}: 0 for a "
+                    "CPU-only node)."
+                )
+            owner: dict[str, str] = {}
+            for node in gpu_users:
+                for device in node["cuda_visible_devices"] or []:
+                    if device in owner:
+                        problems.append(
+                            f"hosts {owner[device]}, {node['name']}: both use GPU {device} on machine "
+                            f"{machine}; make their {CUDA_VAR} lists disjoint."
+                        )
+                    else:
+                        owner[device] = node["name"]
+    return problems
 
 
 def topology_problems(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Mapping]) -> list[str]:
@@ -49,20 +287,27 @@ def topology_problems(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str
 
 
 def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Mapping]) -> list[dict]:
-    """Return the Ray nodes in rank order as dicts: name, rank, role, address.
+    """Return the Ray nodes in rank order as dicts.
+
+    Keys: ``name``, ``rank``, ``role`` (head/worker), ``address`` (``ansible_host`` or the
+    name), ``machine`` (same as address: hosts sharing it share a machine),
+    ``node_groups`` (RLinf labels, inventory order), ``node_group`` (the labels joined by
+    commas, "" when none), ``gpus`` (int or None when unknown), ``cuda_visible_devices``
+    (list of ids or None), ``ray_port``, ``temp_dir``.
 
     Head is rank 0, then ``ray_workers`` in inventory order. An explicit
     ``rlinf_node_rank`` host var overrides the position and must keep ranks unique and
     continuous with the head at 0. Raises TopologyError listing every problem.
     """
     problems: list[str] = []
+    groups = groups or {}
+    hostvars = hostvars if hostvars is not None else {}
     heads = list(dict.fromkeys(groups.get(HEAD_GROUP) or []))
     workers = list(dict.fromkeys(groups.get(WORKER_GROUP) or []))
 
     if not heads:
         problems.append(
-            f"inventory: group '{HEAD_GROUP}' is missing or empty; "
-            f"put exactly one host in '{HEAD_GROUP}'."
+            f"inventory: group '{HEAD_GROUP}' is missing or empty; put exactly one host in '{HEAD_GROUP}'."
         )
     elif len(heads) > 1:
         problems.append(
@@ -79,16 +324,52 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
     workers = [w for w in workers if w not in heads]
 
     ordered = heads[:1] + workers
+    declared = _declared_group_names(ordered, hostvars, groups, problems)
+    for group in declared:
+        outsiders = [h for h in groups.get(group) or [] if h not in ordered]
+        if outsiders:
+            problems.append(
+                f"group '{group}': it is a node group ({NODE_GROUPS_VAR}) but {', '.join(outsiders)} "
+                f"{'is' if len(outsiders) == 1 else 'are'} in neither '{HEAD_GROUP}' nor "
+                f"'{WORKER_GROUP}'; add them to the cluster or remove them from '{group}'."
+            )
+        elif not groups.get(group):
+            problems.append(
+                f"group '{group}': it is a node group ({NODE_GROUPS_VAR}) but has no hosts; "
+                f"add hosts or remove it from {NODE_GROUPS_VAR}."
+            )
+        problems.extend(_label_problems(group, f"group '{group}'"))
+
     nodes = []
+    bad_labels: set[str] = set()
     for position, name in enumerate(ordered):
         explicit = _explicit_rank(name, hostvars, problems)
         rank = position if explicit is None else explicit
+        labels = [g for g in declared if name in (groups.get(g) or [])]
+        for label in _node_group_labels(name, hostvars, problems):
+            if label not in bad_labels:
+                found = _label_problems(label, f"host '{name}': {NODE_GROUP_VAR}")
+                if found:
+                    bad_labels.add(label)
+                    problems.extend(found)
+            if label not in labels:
+                labels.append(label)
+        gpus, devices = _gpu_info(name, hostvars, problems)
+        address = str(_get(hostvars, name, "ansible_host", name))
         nodes.append(
             {
                 "name": name,
                 "rank": rank,
                 "role": "head" if position == 0 else "worker",
-                "address": str(hostvars.get(name, {}).get("ansible_host", name)),
+                "address": address,
+                "machine": address,
+                "node_groups": labels,
+                "node_group": ",".join(labels),
+                "gpus": gpus,
+                "cuda_visible_devices": devices,
+                "ray_port": _port(name, hostvars, problems),
+                "temp_dir": str(_get(hostvars, name, TEMP_DIR_VAR, DEFAULT_RAY_TEMP_DIR)),
+                "explicit_rank": explicit is not None,
             }
         )
 
@@ -97,13 +378,20 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
             f"host '{nodes[0]['name']}': the head must have {RANK_VAR}=0 "
             f"(RLinf pins its manager actors to rank 0), not {nodes[0]['rank']}."
         )
-    by_rank: dict[int, list[str]] = {}
+    by_rank: dict[int, list[dict]] = {}
     for node in nodes:
-        by_rank.setdefault(node["rank"], []).append(node["name"])
-    for rank, names in sorted(by_rank.items()):
-        if len(names) > 1:
+        by_rank.setdefault(node["rank"], []).append(node)
+    for rank, holders in sorted(by_rank.items()):
+        if len(holders) > 1:
+            implicit = [n["name"] for n in holders if not n["explicit_rank"]]
+            hint = (
+                f" ({', '.join(implicit)} got it from inventory order; set {RANK_VAR} on every host "
+                "or on none)"
+                if implicit
+                else ""
+            )
             problems.append(
-                f"hosts {', '.join(names)}: they share {RANK_VAR}={rank}; "
+                f"hosts {', '.join(n['name'] for n in holders)}: they share {RANK_VAR}={rank}{hint}; "
                 "every node needs its own rank."
             )
     expected = set(range(len(nodes)))
@@ -114,6 +402,57 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
                 f"ranks must be continuous from 0 for the {len(nodes)} nodes in the inventory."
             )
 
+    problems.extend(_shared_machine_problems(nodes))
+
     if problems:
         raise TopologyError(problems)
     return sorted(nodes, key=lambda n: n["rank"])
+
+
+def format_ranks(ranks: Sequence[int]) -> str:
+    """Compact RLinf rank expression: [0, 1, 2, 5] -> "0-2,5"; [] -> ""."""
+    parts: list[str] = []
+    ordered = sorted(set(ranks))
+    start = prev = None
+    for rank in ordered:
+        if start is None:
+            start = prev = rank
+        elif rank == prev + 1:
+            prev = rank
+        else:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+            start = prev = rank
+    if start is not None:
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+    return ",".join(parts)
+
+
+def inventory_node_groups(nodes: Sequence[Mapping]) -> dict[str, list[int]]:
+    """RLinf label -> sorted node ranks, labels in first-seen rank order."""
+    found: dict[str, list[int]] = {}
+    for node in sorted(nodes, key=lambda n: n["rank"]):
+        for label in node.get("node_groups") or []:
+            found.setdefault(label, []).append(node["rank"])
+    return found
+
+
+def rank_table(nodes: Sequence[Mapping]) -> str:
+    """Plain-text table: rank, host, address, role, node group(s), GPUs."""
+    header = ("rank", "host", "address", "role", "group", "gpus")
+    rows = [header]
+    for node in sorted(nodes, key=lambda n: n["rank"]):
+        gpus = node.get("gpus")
+        rows.append(
+            (
+                str(node["rank"]),
+                str(node["name"]),
+                str(node["address"]),
+                str(node.get("role", "")),
+                node.get("node_group") or "-",
+                "?" if gpus is None else str(gpus),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows
+    )

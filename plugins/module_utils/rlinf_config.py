@@ -1,0 +1,969 @@
+"""RLinf's ``cluster:`` grammar, checked on the controller before any node is touched.
+
+Mirrors rlinf 0.3.0 (``rlinf/scheduler/cluster/{config,utils,node}.py`` and
+``rlinf/scheduler/placement/{placement,node,flexible}.py``): rank expressions,
+``node_groups`` (``env_configs``, ``hardware``), ``component_placement`` in both forms,
+and the placement of every component on the resources of its node groups, so mistakes
+that RLinf only finds when workers are placed (a process spanning two nodes, a GPU and a
+robot in one process) are found here. Also loads RLinf YAML safely and generates the
+``cluster:`` block that matches an inventory (see ``topology.cluster_nodes``).
+
+Plain Python plus PyYAML, no Ansible imports. Every problem is one sentence naming the
+field and the fix; all problems are collected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import os
+from collections.abc import Mapping, Sequence
+
+import yaml
+
+RESERVED_LABELS = ("cluster", "node")
+DEFAULT_GROUP = "cluster"
+NODE_GROUP = "node"
+ACCELERATOR = "Accelerator"
+
+CLUSTER_KEYS = ("num_nodes", "component_placement", "node_groups", "profiling")
+GROUP_KEYS = ("label", "node_ranks", "env_configs", "hardware", "hardware_type", "ignore_hardware")
+ENV_CONFIG_KEYS = ("node_ranks", "env_vars", "python_interpreter_path")
+HARDWARE_KEYS = ("type", "configs")
+# Fields of each hardware config dataclass in rlinf 0.3.0 (``node_rank`` is common).
+HARDWARE_CONFIG_KEYS = {
+    "Franka": (
+        "robot_ip",
+        "camera_serials",
+        "camera_type",
+        "gripper_type",
+        "gripper_connection",
+        "controller_node_rank",
+        "disable_validate",
+    ),
+    "DualFranka": (
+        "left_robot_ip",
+        "right_robot_ip",
+        "left_camera_serials",
+        "right_camera_serials",
+        "base_camera_serials",
+        "camera_type",
+        "base_camera_type",
+        "left_camera_type",
+        "right_camera_type",
+        "left_gripper_type",
+        "right_gripper_type",
+        "left_gripper_connection",
+        "right_gripper_connection",
+        "left_controller_node_rank",
+        "right_controller_node_rank",
+    ),
+    "DOSW1": (
+        "robot_url",
+        "left_arm_port",
+        "right_arm_port",
+        "left_lead_port",
+        "right_lead_port",
+        "camera_serials",
+    ),
+    "GimArm": (
+        "can_interface",
+        "arm_variant",
+        "camera_serials",
+        "camera_type",
+        "enable_gripper",
+        "gripper_type",
+        "controller_node_rank",
+        "disable_validate",
+    ),
+    "Turtle2": (),
+}
+HARDWARE_TYPES = tuple(HARDWARE_CONFIG_KEYS)
+
+
+class RLinfConfigError(ValueError):
+    """Raised with every problem found (loading a file, or checking a cluster block)."""
+
+    def __init__(self, problems: Sequence[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class RankError(ValueError):
+    """A rank expression RLinf rejects. ``kind`` is "format" (RLinf's ValueError) or "range"."""
+
+    def __init__(self, message: str, kind: str = "format"):
+        self.kind = kind
+        super().__init__(message)
+
+
+class PlacementError(ValueError):
+    """A placement string or a placement RLinf rejects."""
+
+
+class UnknownResources(Exception):
+    """The resource count of a group is unknown (GPUs per node not declared)."""
+
+
+# --------------------------------------------------------------------------- ranks
+
+
+def _is_all(text: str) -> bool:
+    return text.lower() == "all"
+
+
+def parse_rank_config(rank_config, available_ranks: Sequence[int] | None = None, rank_type: str = "node"):
+    """Rank expression -> sorted unique ranks, accepting exactly what RLinf accepts.
+
+    ``all`` (any case) needs ``available_ranks``; otherwise comma-separated ``N`` or
+    ``N-M`` items (empty items skipped, whitespace and Python ``int()`` spellings allowed,
+    duplicates merged). Ranks must lie between the smallest and largest available rank.
+    A YAML list or a boolean is not a rank expression. Raises RankError.
+    """
+    text = str(rank_config)
+    available = sorted(available_ranks) if available_ranks is not None else None
+    if _is_all(text):
+        if available is None:
+            raise RankError(f"'{text}' needs a known set of {rank_type} ranks", "range")
+        return sorted(set(available))
+    ranks: set[int] = set()
+    for item in text.split(","):
+        item = item.strip()
+        if item == "":
+            continue
+        bounds = item.split("-")
+        try:
+            if len(bounds) == 1:
+                start = end = int(bounds[0])
+            elif len(bounds) == 2:
+                start, end = int(bounds[0]), int(bounds[1])
+            else:
+                raise ValueError
+        except ValueError:
+            raise RankError(
+                f"'{text}' is not a {rank_type} rank expression (expected 'all' or items 'N' or 'N-M' "
+                "separated by commas)",
+                "format",
+            ) from None
+        if end < start:
+            raise RankError(f"range '{item}' in '{text}' ends before it starts", "range")
+        if available is not None:
+            if not available:
+                raise RankError(f"'{text}' selects {rank_type} ranks but there are none", "range")
+            for bound in (start, end):
+                if not available[0] <= bound <= available[-1]:
+                    raise RankError(
+                        f"{rank_type} rank {bound} in '{text}' is outside {available[0]}..{available[-1]}",
+                        "range",
+                    )
+        ranks.update(range(start, end + 1))
+    return sorted(ranks)
+
+
+def rank_overlaps(rank_config) -> list[int]:
+    """Ranks written more than once in an expression ("0,0", "0-1,1-2"); [] for "all"."""
+    text = str(rank_config)
+    if _is_all(text):
+        return []
+    seen: set[int] = set()
+    repeated: set[int] = set()
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            found = parse_rank_config(item)
+        except RankError:
+            return []
+        repeated.update(seen.intersection(found))
+        seen.update(found)
+    return sorted(repeated)
+
+
+def format_ranks(ranks: Sequence[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5"."""
+    parts: list[str] = []
+    start = prev = None
+    for rank in sorted(set(ranks)):
+        if start is None:
+            start = prev = rank
+        elif rank == prev + 1:
+            prev = rank
+        else:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+            start = prev = rank
+    if start is not None:
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+    return ",".join(parts)
+
+
+# ----------------------------------------------------------------------- placement
+
+
+def parse_placement(placement, resource_count: int | None, resource_label: str = "Node"):
+    """Placement string -> list of (resource_ranks, process_ranks), as RLinf's ``_parse_rank_map``.
+
+    ``resource_count`` None means unknown: ranges are not checked and ``all`` raises
+    UnknownResources. Raises PlacementError with the reason.
+    """
+    text = str(placement).strip()
+    available = list(range(resource_count)) if resource_count is not None else None
+    rank_map: list[tuple[list[int], list[int]]] = []
+    used_resources: list[int] = []
+    used_processes: list[int] = []
+    parts = [p.strip() for p in text.split(",")]
+    # A placement like "0-1:0-3,3-5" splits on commas first, exactly as RLinf does.
+    for part in parts:
+        if part == "":
+            continue
+        pieces = part.split(":")
+        if not 1 <= len(pieces) <= 2:
+            raise PlacementError(f"part '{part}' has more than one ':'; write resource_ranks[:process_ranks]")
+        res_text = pieces[0].strip()
+        if available is None and _is_all(res_text):
+            raise UnknownResources
+        if resource_count == 0:
+            raise PlacementError(f"there are no {resource_label} resources to place '{part}' on")
+        try:
+            resources = parse_rank_config(res_text, available, f"{resource_label} resource")
+        except RankError as err:
+            raise PlacementError(f"resource ranks of '{part}': {err}") from None
+        if not resources:
+            raise PlacementError(f"part '{part}' selects no resource ranks")
+        if not set(resources).isdisjoint(used_resources):
+            raise PlacementError(f"part '{part}' reuses resource ranks; each resource rank may appear once")
+        if used_resources and resources[0] <= used_resources[-1]:
+            raise PlacementError(f"resource ranks must ascend from part to part ('{part}' goes back)")
+        used_resources.extend(resources)
+        if len(pieces) == 2:
+            proc_text = pieces[1].strip()
+            if proc_text == "all":
+                raise PlacementError(f"process ranks in '{part}' cannot be 'all'; write them as N-M")
+            try:
+                processes = parse_rank_config(proc_text, None, "process")
+            except RankError as err:
+                raise PlacementError(f"process ranks of '{part}': {err}") from None
+        else:
+            offset = max(used_processes) + 1 if used_processes else 0
+            processes = [offset + i for i in range(len(resources))]
+        if not processes:
+            raise PlacementError(f"part '{part}' has no process ranks")
+        if not set(processes).isdisjoint(used_processes):
+            raise PlacementError(f"part '{part}' reuses process ranks; each process rank may appear once")
+        if used_processes and processes[0] != used_processes[-1] + 1:
+            raise PlacementError(
+                f"process ranks must continue from {used_processes[-1] + 1} in part '{part}' "
+                "(they are continuous across parts)"
+            )
+        if processes != list(range(processes[0], processes[0] + len(processes))):
+            raise PlacementError(f"process ranks in '{part}' are not continuous")
+        used_processes.extend(processes)
+        if len(processes) % len(resources) and len(resources) % len(processes):
+            raise PlacementError(
+                f"in '{part}', {len(processes)} process(es) on {len(resources)} resource(s): one count "
+                "must divide the other"
+            )
+        rank_map.append((resources, processes))
+    return rank_map
+
+
+def process_resources(rank_map) -> dict[int, list[int]]:
+    """Process rank -> resource ranks, as RLinf's ``_rank_map_to_process_resources_map``."""
+    result: dict[int, list[int]] = {}
+    for resources, processes in rank_map:
+        if len(resources) >= len(processes):
+            per = len(resources) // len(processes)
+            for i, proc in enumerate(processes):
+                result[proc] = list(resources[i * per : (i + 1) * per])
+        else:
+            per = len(processes) // len(resources)
+            for i, res in enumerate(resources):
+                for j in range(per):
+                    result.setdefault(processes[i * per + j], []).append(res)
+    return result
+
+
+class _Group:
+    """What RLinf's NodeGroupInfo knows: nodes (ranks) and the units each has."""
+
+    def __init__(self, label, node_ranks, hw_type, units):
+        self.label = label
+        self.node_ranks = list(node_ranks)
+        self.hw_type = hw_type  # None: one unit per node
+        self.units = units  # per node, same order; None when unknown
+
+    @property
+    def count(self):
+        if self.hw_type is None:
+            return len(self.node_ranks)
+        if self.units is None or any(u is None for u in self.units):
+            return None
+        return sum(self.units)
+
+    def describe(self):
+        kind = "node" if self.hw_type is None else ("GPU" if self.hw_type == ACCELERATOR else self.hw_type)
+        return f"{self.count} {kind} resource(s)"
+
+
+def place(rank_map, groups: Sequence[_Group]) -> list[str]:
+    """Place the processes as RLinf does; reasons for failure (empty when it fits)."""
+    problems: list[str] = []
+    proc_map = process_resources(rank_map)
+    node_mode = any(g.hw_type is None for g in groups)
+    if node_mode:
+        flat_nodes = [(rank, g.label) for g in groups for rank in g.node_ranks]
+        seen: set[int] = set()
+        for g in groups:
+            if seen.intersection(g.node_ranks):
+                problems.append(
+                    f"node groups {', '.join(x.label for x in groups)} overlap; a node placement over "
+                    "several groups needs disjoint nodes"
+                )
+                break
+            seen.update(g.node_ranks)
+        for proc in sorted(proc_map):
+            res = proc_map[proc]
+            if len(res) != 1:
+                problems.append(
+                    f"process {proc} would get resources {format_ranks(res)}, i.e. several nodes; one "
+                    "process runs on one node, so give it a single resource rank"
+                )
+            elif res[0] >= len(flat_nodes):
+                problems.append(
+                    f"process {proc} is placed on node index {res[0]} but the group(s) have "
+                    f"{len(flat_nodes)} node(s)"
+                )
+        return problems
+    owners: list[tuple[int, str]] = []
+    for g in groups:
+        for node_rank, units in zip(g.node_ranks, g.units, strict=False):
+            owners.extend([(node_rank, g.hw_type)] * units)
+    if not owners:
+        return ["the selected node group(s) have no resources"]
+    for proc in sorted(proc_map):
+        res = proc_map[proc]
+        where = {owners[r][0] for r in res if r < len(owners)}
+        if len(where) > 1:
+            problems.append(
+                f"process {proc} would use resources {format_ranks(res)} on nodes "
+                f"{format_ranks(sorted(where))}; one process must stay on one node"
+            )
+        kinds = {owners[r][1] for r in res if r < len(owners)}
+        if len(kinds) > 1:
+            problems.append(
+                f"process {proc} would mix hardware types {', '.join(sorted(kinds))}; one process uses "
+                "one hardware type"
+            )
+    return problems
+
+
+# ---------------------------------------------------------------------------- YAML
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys (OmegaConf does too)."""
+
+
+def _construct_mapping(loader, node, deep=False):
+    keys = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            duplicate = key in keys
+        except TypeError:
+            duplicate = False
+        if duplicate:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        with contextlib.suppress(TypeError):
+            keys.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_config_text(text: str, source: str = "the RLinf config"):
+    """The mapping under ``cluster:`` of an RLinf YAML document. Raises RLinfConfigError."""
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        reason = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise RLinfConfigError(
+            [f"{source}: not valid YAML{where} ({reason}); fix the syntax or pass the right file."]
+        ) from None
+    if not isinstance(data, Mapping):
+        raise RLinfConfigError(
+            [
+                f"{source}: the top level is {type(data).__name__ if data is not None else 'empty'}, not "
+                "a mapping with a 'cluster:' block; pass an RLinf training config (YAML)."
+            ]
+        )
+    if "cluster" not in data:
+        hint = (
+            " It has a Hydra 'defaults:' list: pass the file that holds the cluster block, or set "
+            "rlinf_cluster instead."
+            if "defaults" in data
+            else ""
+        )
+        raise RLinfConfigError([f"{source}: there is no top-level 'cluster:' block.{hint}".rstrip()])
+    cluster = data["cluster"]
+    if not isinstance(cluster, Mapping):
+        raise RLinfConfigError(
+            [
+                f"{source}: 'cluster:' is {type(cluster).__name__}, not a mapping; "
+                "write num_nodes etc. under it."
+            ]
+        )
+    return cluster
+
+
+def load_config_file(path: str):
+    """Read ``path`` (``~`` expanded, relative to the current directory) and return its cluster block."""
+    full = os.path.abspath(os.path.expanduser(str(path)))
+    try:
+        with open(full, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise RLinfConfigError(
+            [f"rlinf_config: file '{path}' does not exist (looked at {full}); give a path to the RLinf YAML."]
+        ) from None
+    except IsADirectoryError:
+        raise RLinfConfigError(
+            [f"rlinf_config: '{path}' is a directory; give the path of one YAML file."]
+        ) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise RLinfConfigError(
+            [f"rlinf_config: cannot read '{path}' ({err}); check the path and permissions."]
+        ) from None
+    return load_config_text(text, f"rlinf_config '{path}'")
+
+
+def resolve_cluster(config):
+    """A path, a whole config (with ``cluster:``) or a cluster block -> (cluster, source)."""
+    if isinstance(config, str):
+        return load_config_file(config), f"rlinf_config '{config}'"
+    if isinstance(config, Mapping):
+        if "cluster" in config and "num_nodes" not in config:
+            inner = config["cluster"]
+            if not isinstance(inner, Mapping):
+                raise RLinfConfigError(["rlinf_cluster: 'cluster' is not a mapping; give the cluster block."])
+            return inner, "rlinf_cluster"
+        return config, "rlinf_cluster"
+    raise RLinfConfigError(
+        [
+            f"rlinf_cluster: got {type(config).__name__}; set rlinf_config to a file path or rlinf_cluster "
+            "to the mapping under 'cluster:'."
+        ]
+    )
+
+
+# ------------------------------------------------------------------------- checking
+
+
+def _unknown_keys(mapping: Mapping, valid: Sequence[str]) -> list[str]:
+    return [str(k) for k in mapping if str(k) not in valid]
+
+
+def _suggest(key: str, valid: Sequence[str]) -> str:
+    close = difflib.get_close_matches(key, valid, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _ranks_field(value, available, where: str, problems: list[str], rank_type="node"):
+    """Parse a node_ranks value as RLinf does; report lists, bad syntax, range, repeats."""
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        problems.append(
+            f"{where}: a YAML list ({list(value)}) is not accepted by RLinf; write a string such as "
+            f"'{format_ranks([v for v in value if _is_int(v)]) or '0-1'}'."
+        )
+        return None
+    if isinstance(value, (Mapping, bool)) or value is None:
+        problems.append(f"{where}: {value!r} is not a rank expression; write 'all', 'N', 'N-M' or 'N,M-K'.")
+        return None
+    try:
+        ranks = parse_rank_config(value, available, rank_type)
+    except RankError as err:
+        fix = (
+            f"use ranks within 0..{max(available)}"
+            if available and err.kind == "range"
+            else "fix the expression"
+        )
+        problems.append(f"{where}: {err}; {fix}.")
+        return None
+    repeated = rank_overlaps(value)
+    if repeated:
+        problems.append(
+            f"{where}: '{value}' names rank(s) {format_ranks(repeated)} more than once; list each rank once."
+        )
+    return ranks
+
+
+def _check_env_configs(group_where, label, env_configs, group_ranks, problems):
+    if not isinstance(env_configs, Sequence) or isinstance(env_configs, str):
+        problems.append(
+            f"{group_where}: env_configs must be a list of mappings (each starting with '- node_ranks:'); "
+            "add the missing '-'."
+        )
+        return
+    covered: set[int] = set()
+    env_keys: set[str] = set()
+    for j, env in enumerate(env_configs):
+        where = f"{group_where} env_configs[{j}]"
+        if not isinstance(env, Mapping):
+            problems.append(
+                f"{where}: is {type(env).__name__}, not a mapping; write node_ranks/env_vars under it."
+            )
+            continue
+        for key in _unknown_keys(env, ENV_CONFIG_KEYS):
+            problems.append(
+                f"{where}: unknown key '{key}'{_suggest(key, ENV_CONFIG_KEYS)}; RLinf accepts only "
+                f"{', '.join(ENV_CONFIG_KEYS)}."
+            )
+        if "node_ranks" not in env:
+            problems.append(
+                f"{where}: node_ranks is missing; say which nodes of group '{label}' it applies to."
+            )
+        elif group_ranks is not None:
+            if not group_ranks:
+                problems.append(f"{where}: group '{label}' has no nodes, so env_configs cannot apply.")
+            else:
+                ranks = _ranks_field(env["node_ranks"], group_ranks, f"{where} node_ranks", problems)
+                if ranks is not None:
+                    outside = sorted(set(ranks) - set(group_ranks))
+                    if outside:
+                        problems.append(
+                            f"{where} node_ranks: rank(s) {format_ranks(outside)} are not in group '{label}' "
+                            f"(node_ranks {format_ranks(group_ranks)}); use ranks of the group."
+                        )
+                    again = sorted(covered.intersection(ranks))
+                    if again:
+                        problems.append(
+                            f"{where} node_ranks: rank(s) {format_ranks(again)} already have an "
+                            "env_config in "
+                            f"group '{label}'; give each node one env_config."
+                        )
+                    covered.update(ranks)
+        env_vars = env.get("env_vars")
+        if env_vars is not None:
+            if not isinstance(env_vars, Sequence) or isinstance(env_vars, str):
+                problems.append(
+                    f"{where}: env_vars must be a list of one-key mappings ('- NAME: value'); add the '-'."
+                )
+            else:
+                for item in env_vars:
+                    if not isinstance(item, Mapping) or len(item) != 1:
+                        problems.append(
+                            f"{where}: env_vars entry {item!r} must be a mapping with exactly one key, "
+                            "written '- NAME: value'."
+                        )
+                        continue
+                    key = str(next(iter(item)))
+                    if key in env_keys:
+                        problems.append(
+                            f"{where}: env var '{key}' is set twice in group '{label}'; set it once."
+                        )
+                    env_keys.add(key)
+        path = env.get("python_interpreter_path")
+        if path is not None and (not isinstance(path, str) or not path.startswith("/")):
+            problems.append(
+                f"{where}: python_interpreter_path {path!r} must be an absolute path to a Python that "
+                "exists on those nodes (e.g. /opt/rlinf/venv/bin/python)."
+            )
+
+
+def _check_hardware(group_where, label, hardware, group_ranks, problems, hw_seen):
+    """Returns {node_rank: units} for the group's hardware, or None when unusable."""
+    if not isinstance(hardware, Mapping):
+        problems.append(f"{group_where}: hardware must be a mapping with 'type' and 'configs'.")
+        return None, None
+    for key in _unknown_keys(hardware, HARDWARE_KEYS):
+        problems.append(
+            f"{group_where} hardware: unknown key '{key}'{_suggest(key, HARDWARE_KEYS)}; RLinf accepts only "
+            "type and configs."
+        )
+    hw_type = hardware.get("type")
+    if hw_type is None:
+        problems.append(f"{group_where} hardware: 'type' is missing; set one of {', '.join(HARDWARE_TYPES)}.")
+        return None, None
+    hw_type = str(hw_type)
+    if hw_type not in HARDWARE_TYPES:
+        exact = [t for t in HARDWARE_TYPES if t.lower() == hw_type.lower()]
+        hint = f" (types are case-sensitive: write '{exact[0]}')" if exact else ""
+        problems.append(
+            f"{group_where} hardware: type '{hw_type}' is not supported{hint}; use one of "
+            f"{', '.join(HARDWARE_TYPES)}."
+        )
+        return None, None
+    configs = hardware.get("configs")
+    if configs is None:
+        problems.append(
+            f"{group_where} hardware: 'configs' is missing; add one entry per {hw_type} with its node_rank."
+        )
+        return hw_type, None
+    if not isinstance(configs, Sequence) or isinstance(configs, str):
+        problems.append(f"{group_where} hardware: configs must be a list of mappings, one per {hw_type}.")
+        return hw_type, None
+    valid = ("node_rank", *HARDWARE_CONFIG_KEYS[hw_type])
+    units: dict[int, int] = {}
+    seen_dumps: set[str] = set()
+    for j, cfg in enumerate(configs):
+        where = f"{group_where} hardware configs[{j}]"
+        if not isinstance(cfg, Mapping):
+            problems.append(f"{where}: is {type(cfg).__name__}, not a mapping with node_rank.")
+            continue
+        for key in _unknown_keys(cfg, valid):
+            problems.append(
+                f"{where}: unknown key '{key}'{_suggest(key, valid)} for a {hw_type}; remove or rename it."
+            )
+        dump = json.dumps({str(k): v for k, v in cfg.items()}, sort_keys=True, default=str)
+        if dump in seen_dumps:
+            problems.append(f"{where}: duplicates an earlier config of group '{label}'; remove one.")
+        seen_dumps.add(dump)
+        if "node_rank" not in cfg:
+            problems.append(f"{where}: node_rank is missing; say which node this {hw_type} is attached to.")
+            continue
+        rank = cfg["node_rank"]
+        if not _is_int(rank):
+            problems.append(f"{where}: node_rank {rank!r} must be an integer (not a string or list).")
+            continue
+        if group_ranks is not None and rank not in group_ranks:
+            problems.append(
+                f"{where}: node_rank {rank} is not in group '{label}' (node_ranks "
+                f"{format_ranks(group_ranks) or 'none'}); use a node of the group."
+            )
+            continue
+        other = hw_seen.setdefault((rank, hw_type), label)
+        if other != label:
+            problems.append(
+                f"{where}: node rank {rank} already has a {hw_type} config in group '{other}'; define each "
+                "node's hardware of one type in one group."
+            )
+        units[rank] = units.get(rank, 0) + 1
+    return hw_type, units
+
+
+def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str = "cluster") -> dict:
+    """Check a ``cluster:`` mapping; with ``nodes`` (topology.cluster_nodes) cross-check the inventory.
+
+    Returns ``{"problems": [...], "warnings": [...]}``. Problems are what RLinf rejects (or
+    hangs on) and what disagrees with the inventory; warnings are ignored keys, unknown
+    GPU counts and the like.
+    """
+    problems: list[str] = []
+    warnings: list[str] = []
+    if not isinstance(cluster, Mapping):
+        return {"problems": [f"{source}: is {type(cluster).__name__}, not a mapping."], "warnings": []}
+
+    for key in _unknown_keys(cluster, CLUSTER_KEYS):
+        warnings.append(
+            f"{source}: key '{key}'{_suggest(key, CLUSTER_KEYS)} is ignored by RLinf at the cluster level."
+        )
+
+    # num_nodes
+    num_nodes = None
+    if "num_nodes" not in cluster:
+        problems.append(f"{source}: num_nodes is missing; set it to the number of Ray nodes.")
+    elif not _is_int(cluster["num_nodes"]) or cluster["num_nodes"] <= 0:
+        value = cluster["num_nodes"]
+        hint = (
+            " (an OmegaConf interpolation cannot be checked here; write the number)"
+            if "${" in str(value)
+            else ""
+        )
+        problems.append(f"{source}: num_nodes={value!r} must be a positive integer{hint}.")
+    else:
+        num_nodes = cluster["num_nodes"]
+    if nodes is not None and num_nodes is not None and num_nodes != len(nodes):
+        if num_nodes < len(nodes):
+            problems.append(
+                f"{source}: num_nodes={num_nodes} but the inventory has {len(nodes)} Ray nodes; RLinf would "
+                f"silently leave ranks {format_ranks(range(num_nodes, len(nodes)))} unused: set num_nodes to "
+                f"{len(nodes)} or remove hosts."
+            )
+        else:
+            problems.append(
+                f"{source}: num_nodes={num_nodes} but the inventory has {len(nodes)} Ray nodes; RLinf would "
+                f"wait forever for the missing nodes: set num_nodes to {len(nodes)} or add hosts."
+            )
+    total = num_nodes if num_nodes is not None else (len(nodes) if nodes is not None else None)
+    all_ranks = list(range(total)) if total is not None else None
+
+    # node_groups
+    groups: dict[str, _Group] = {}
+    broken: set[str] = set()  # labels whose node_ranks are already reported
+    config_groups: list[tuple[str, list[int] | None]] = []
+    raw_groups = cluster.get("node_groups")
+    hw_seen: dict = {}
+    gpus_by_rank = {n["rank"]: n.get("gpus") for n in nodes} if nodes is not None else {}
+    if raw_groups is not None:
+        if not isinstance(raw_groups, Sequence) or isinstance(raw_groups, str):
+            problems.append(
+                f"{source}: node_groups must be a list of mappings, each starting with '- label:'."
+            )
+            raw_groups = []
+        labels_seen: dict[str, int] = {}
+        for i, group in enumerate(raw_groups):
+            where = f"{source} node_groups[{i}]"
+            if not isinstance(group, Mapping):
+                problems.append(
+                    f"{where}: is {type(group).__name__}, not a mapping with label and node_ranks."
+                )
+                continue
+            label = str(group["label"]) if "label" in group else None
+            if label is not None:
+                where = f"{source} node_groups[{i}] '{label}'"
+            for key in _unknown_keys(group, GROUP_KEYS):
+                problems.append(
+                    f"{where}: unknown key '{key}'{_suggest(key, GROUP_KEYS)}; RLinf fails on it, "
+                    "accepted keys "
+                    f"are {', '.join(GROUP_KEYS)}."
+                )
+            if label is None:
+                problems.append(f"{where}: label is missing; give the group a unique label.")
+            elif label in RESERVED_LABELS:
+                problems.append(
+                    f"{where}: label '{label}' is reserved by RLinf (cluster, node); choose another."
+                )
+            elif label in labels_seen:
+                problems.append(
+                    f"{where}: label '{label}' is already used by node_groups[{labels_seen[label]}]; "
+                    "labels must "
+                    "be unique."
+                )
+            elif "," in label:
+                problems.append(
+                    f"{where}: label '{label}' contains a comma, which node_group splits on; rename it."
+                )
+            if label is not None:
+                labels_seen.setdefault(label, i)
+            ranks = None
+            if "node_ranks" not in group:
+                problems.append(
+                    f"{where}: node_ranks is missing; set the node ranks of this group, e.g. '0-1'."
+                )
+            elif all_ranks is not None:
+                ranks = _ranks_field(group["node_ranks"], all_ranks, f"{where} node_ranks", problems)
+                if ranks == []:
+                    warnings.append(f"{where}: node_ranks is empty, so RLinf drops the group.")
+            if "hardware" in group and group.get("hardware_type") is not None:
+                problems.append(
+                    f"{where}: set either hardware or hardware_type, not both (hardware sets the type)."
+                )
+            ignore = group.get("ignore_hardware", False)
+            if not isinstance(ignore, bool):
+                problems.append(f"{where}: ignore_hardware={ignore!r} must be true or false.")
+                ignore = False
+            if ignore and group.get("hardware") is not None:
+                problems.append(f"{where}: ignore_hardware is true but hardware is set; drop one of them.")
+            if group.get("env_configs") is not None:
+                _check_env_configs(where, label, group["env_configs"], ranks, problems)
+            hw_type, units = None, None
+            if group.get("hardware") is not None:
+                hw_type, units = _check_hardware(where, label, group["hardware"], ranks, problems, hw_seen)
+            elif group.get("hardware_type") is not None:
+                hw_type = str(group["hardware_type"])
+                warnings.append(
+                    f"{where}: hardware_type '{hw_type}' without hardware configs; its resource count is "
+                    "detected on the nodes and not checked here."
+                )
+                units = None
+            config_groups.append((label, ranks))
+            if label is not None and ranks is None:
+                broken.add(label)
+            if label is None or ranks is None or not ranks or label in groups:
+                continue
+            if hw_type is not None:
+                per_node = [(units or {}).get(r, 0) for r in ranks] if units is not None else None
+                if units is not None and hw_type != ACCELERATOR:
+                    missing = [r for r in ranks if not units.get(r)]
+                    if missing:
+                        warnings.append(
+                            f"{where}: node rank(s) {format_ranks(missing)} have no {hw_type} config and "
+                            "add no resources."
+                        )
+                groups[label] = _Group(label, ranks, hw_type, per_node)
+            elif ignore:
+                groups[label] = _Group(label, ranks, None, None)
+            else:
+                groups[label] = _accelerator_group(label, ranks, gpus_by_rank, nodes is not None)
+
+    if all_ranks is not None:
+        groups.setdefault(
+            DEFAULT_GROUP, _accelerator_group(DEFAULT_GROUP, all_ranks, gpus_by_rank, nodes is not None)
+        )
+        groups.setdefault(NODE_GROUP, _Group(NODE_GROUP, all_ranks, None, None))
+
+    # inventory cross-check
+    if nodes is not None:
+        from_inventory: dict[str, list[int]] = {}
+        hosts_by_rank = {n["rank"]: n["name"] for n in nodes}
+        for node in sorted(nodes, key=lambda n: n["rank"]):
+            for label in node.get("node_groups") or []:
+                from_inventory.setdefault(label, []).append(node["rank"])
+        configured = {label for label, _ in config_groups if label is not None}
+        for label, ranks in config_groups:
+            if label is None or ranks is None or label not in from_inventory:
+                continue
+            want = from_inventory[label]
+            if sorted(ranks) != want:
+                hosts = ", ".join(hosts_by_rank[r] for r in want)
+                problems.append(
+                    f"{source} node_groups '{label}': node_ranks '{format_ranks(ranks)}' but the inventory's "
+                    f"'{label}' hosts ({hosts}) have ranks '{format_ranks(want)}'; set node_ranks to "
+                    f"'{format_ranks(want)}' or move the hosts."
+                )
+        for label in from_inventory:
+            if label not in configured:
+                warnings.append(
+                    f"inventory node group '{label}' has no entry in {source} node_groups; add it to place "
+                    "components on it."
+                )
+
+    # component_placement
+    if "component_placement" not in cluster:
+        problems.append(
+            f"{source}: component_placement is missing; RLinf requires it (e.g. 'actor,rollout: all')."
+        )
+    else:
+        _check_placements(
+            cluster["component_placement"],
+            groups,
+            all_ranks is not None and not broken,
+            source,
+            problems,
+            warnings,
+        )
+    return {"problems": problems, "warnings": warnings}
+
+
+def _accelerator_group(label, ranks, gpus_by_rank, have_nodes) -> _Group:
+    """A group without hardware: GPUs when any node has one, else one unit per node."""
+    gpus = [gpus_by_rank.get(r) if have_nodes else None for r in ranks]
+    if any(g for g in gpus if g):
+        return _Group(label, ranks, ACCELERATOR, [g if g is not None else None for g in gpus])
+    if all(g == 0 for g in gpus):
+        return _Group(label, ranks, None, None)
+    return _Group(label, ranks, ACCELERATOR, None)  # unknown
+
+
+def _check_placements(placements, groups, ranks_known, source, problems, warnings):
+    where0 = f"{source} component_placement"
+    if not isinstance(placements, Mapping):
+        problems.append(f"{where0}: must be a mapping of 'component[,component]: placement'.")
+        return
+    if not placements:
+        problems.append(f"{where0}: is empty; place at least one component.")
+    components: dict[str, str] = {}
+    for key, value in placements.items():
+        names = [n.strip() for n in str(key).split(",")]
+        where = f"{where0} '{key}'"
+        for name in names:
+            if name == "":
+                problems.append(f"{where}: has an empty component name; remove the stray comma.")
+            elif name in components:
+                problems.append(
+                    f"{where}: component '{name}' is already placed by '{components[name]}'; place it once."
+                )
+            else:
+                components[name] = str(key)
+        labels = [DEFAULT_GROUP]
+        if isinstance(value, Mapping):
+            for extra in _unknown_keys(value, ("node_group", "placement")):
+                warnings.append(
+                    f"{where}: key '{extra}'{_suggest(extra, ('node_group', 'placement'))} is ignored by "
+                    "RLinf."
+                )
+            if "placement" not in value:
+                problems.append(
+                    f"{where}: 'placement' is missing; give resource ranks such as '0-3' or 'all'."
+                )
+                continue
+            if "node_group" in value:
+                raw = value["node_group"]
+                if isinstance(raw, Sequence) and not isinstance(raw, str):
+                    joined = ",".join(str(x) for x in raw)
+                    problems.append(
+                        f"{where}: node_group is a YAML list, which OmegaConf does not pass through; write "
+                        f'node_group: "{joined}".'
+                    )
+                    continue
+                raw = str(raw)
+                labels = [x.strip() for x in raw.split(",")] if "," in raw else [raw]
+            text = value["placement"]
+        elif isinstance(value, Sequence) and not isinstance(value, str):
+            problems.append(
+                f"{where}: the placement is a YAML list; write a string such as '0-3' or '0-1:0-3'."
+            )
+            continue
+        else:
+            text = value
+        if isinstance(text, Sequence) and not isinstance(text, str):
+            problems.append(f"{where}: placement is a YAML list; write a string such as '0-3'.")
+            continue
+        if isinstance(text, Mapping):
+            problems.append(f"{where}: placement is a mapping; write a string such as '0-3'.")
+            continue
+        sexagesimal = (
+            " (an unquoted N:M is read by YAML as a base-60 number: quote the placement)"
+            if _is_int(text) and text >= 60
+            else ""
+        )
+        missing = [label for label in labels if label not in groups]
+        if missing:
+            if ranks_known:
+                known = sorted(g for g in groups if g not in (DEFAULT_GROUP, NODE_GROUP))
+                problems.append(
+                    f"{where}: node_group '{missing[0]}' is not a non-empty group of node_groups (defined: "
+                    f"{', '.join(known) or 'none'}; built in: cluster, node); fix the label."
+                )
+            continue
+        selected = [groups[label] for label in labels]
+        counts = [g.count for g in selected]
+        count = None if any(c is None for c in counts) else sum(counts)
+        label_text = ",".join(labels)
+        if count is None:
+            warnings.append(
+                f"{where}: GPU count of node group '{label_text}' is unknown, so resource ranks are not "
+                "checked; set rlinf_gpus_per_node on its hosts."
+            )
+        hw_types = [g.hw_type for g in selected]
+        resource_label = "Node" if None in hw_types else ", ".join(hw_types)
+        try:
+            rank_map = parse_placement(text, count, resource_label)
+        except UnknownResources:
+            continue
+        except PlacementError as err:
+            have = ", ".join(f"'{g.label}' has {g.describe()}" for g in selected)
+            problems.append(f"{where}: placement '{text}' on {have}: {err}{sexagesimal}.")
+            continue
+        if count is None:
+            continue
+        for reason in place(rank_map, selected):
+            problems.append(f"{where}: placement '{text}' on node group '{label_text}': {reason}.")
+
+
+# ----------------------------------------------------------------------- generation
+
+
+def cluster_block(nodes: Sequence[Mapping]) -> dict:
+    """The ``cluster:`` keys an inventory determines: num_nodes and node_groups (ranks as strings)."""
+    block: dict = {"num_nodes": len(nodes)}
+    found: dict[str, list[int]] = {}
+    for node in sorted(nodes, key=lambda n: n["rank"]):
+        for label in node.get("node_groups") or []:
+            found.setdefault(label, []).append(node["rank"])
+    if found:
+        block["node_groups"] = [{"label": label, "node_ranks": format_ranks(r)} for label, r in found.items()]
+    return block
+
+
+def cluster_block_yaml(nodes: Sequence[Mapping]) -> str:
+    """``cluster:`` YAML text for the inventory, ready to paste above component_placement."""
+    return yaml.safe_dump({"cluster": cluster_block(nodes)}, sort_keys=False, default_flow_style=False)
