@@ -87,11 +87,23 @@ def ensure_container(name: str, ip: str, existing: dict[str, dict]) -> None:
         return
     log(f"creating {name} ({ip})")
     podman(
-        "run", "-d", "--name", name, "--hostname", name,
-        "--label", f"{LABEL}={LAB}",
-        "--network", LAB, "--ip", ip,
+        "run",
+        "-d",
+        "--name",
+        name,
+        "--hostname",
+        name,
+        "--label",
+        f"{LABEL}={LAB}",
+        "--network",
+        LAB,
+        "--ip",
+        ip,
         "--systemd=always",
-        "--cap-add", "NET_ADMIN", "--device", "/dev/net/tun",
+        "--cap-add",
+        "NET_ADMIN",
+        "--device",
+        "/dev/net/tun",
         "--shm-size=1g",
         IMAGE,
     )
@@ -108,7 +120,11 @@ def wait_ready(name: str, ip: str, pubkey: str) -> None:
     else:
         sys.exit(f"lab: {name} did not finish booting in {READY_TIMEOUT}s (systemd says {state!r})")
     podman(
-        "exec", "-i", name, "sh", "-c",
+        "exec",
+        "-i",
+        name,
+        "sh",
+        "-c",
         "install -d -m 0700 /root/.ssh && cat > /root/.ssh/authorized_keys && chmod 0600 /root/.ssh/authorized_keys",
         stdin=pubkey,
     )
