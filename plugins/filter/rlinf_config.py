@@ -24,8 +24,7 @@ def _rlinf_config_check(config, nodes=None):
     except Exception as err:  # never a traceback: report it as one problem
         report = {
             "problems": [
-                f"{source}: could not be checked ({type(err).__name__}: {err}); "
-                "please report this with the config."
+                f"{source}: could not be checked ({type(err).__name__}: {err}); please report this with the config."
             ],
             "warnings": [],
         }

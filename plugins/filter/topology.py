@@ -30,9 +30,7 @@ def _rank_table(nodes):
     try:
         return rank_table(nodes or [])
     except (KeyError, TypeError) as err:
-        raise AnsibleFilterError(
-            f"rank_table: expects the list from rlinf.cluster.cluster_nodes ({err})."
-        ) from None
+        raise AnsibleFilterError(f"rank_table: expects the list from rlinf.cluster.cluster_nodes ({err}).") from None
 
 
 class FilterModule:

@@ -331,8 +331,7 @@ def place(rank_map, groups: Sequence[_Group]) -> list[str]:
                 )
             elif res[0] >= len(flat_nodes):
                 problems.append(
-                    f"process {proc} is placed on node index {res[0]} but the group(s) have "
-                    f"{len(flat_nodes)} node(s)"
+                    f"process {proc} is placed on node index {res[0]} but the group(s) have {len(flat_nodes)} node(s)"
                 )
         return problems
     owners: list[tuple[int, str]] = []
@@ -412,10 +411,7 @@ def load_config_text(text: str, source: str = "the RLinf config"):
     cluster = data["cluster"]
     if not isinstance(cluster, Mapping):
         raise RLinfConfigError(
-            [
-                f"{source}: 'cluster:' is {type(cluster).__name__}, not a mapping; "
-                "write num_nodes etc. under it."
-            ]
+            [f"{source}: 'cluster:' is {type(cluster).__name__}, not a mapping; write num_nodes etc. under it."]
         )
     return cluster
 
@@ -431,9 +427,7 @@ def load_config_file(path: str):
             [f"rlinf_config: file '{path}' does not exist (looked at {full}); give a path to the RLinf YAML."]
         ) from None
     except IsADirectoryError:
-        raise RLinfConfigError(
-            [f"rlinf_config: '{path}' is a directory; give the path of one YAML file."]
-        ) from None
+        raise RLinfConfigError([f"rlinf_config: '{path}' is a directory; give the path of one YAML file."]) from None
     except (OSError, UnicodeDecodeError) as err:
         raise RLinfConfigError(
             [f"rlinf_config: cannot read '{path}' ({err}); check the path and permissions."]
@@ -490,11 +484,7 @@ def _ranks_field(value, available, where: str, problems: list[str], rank_type="n
     try:
         ranks = parse_rank_config(value, available, rank_type)
     except RankError as err:
-        fix = (
-            f"use ranks within 0..{max(available)}"
-            if available and err.kind == "range"
-            else "fix the expression"
-        )
+        fix = f"use ranks within 0..{max(available)}" if available and err.kind == "range" else "fix the expression"
         problems.append(f"{where}: {err}; {fix}.")
         return None
     repeated = rank_overlaps(value)
@@ -517,9 +507,7 @@ def _check_env_configs(group_where, label, env_configs, group_ranks, problems):
     for j, env in enumerate(env_configs):
         where = f"{group_where} env_configs[{j}]"
         if not isinstance(env, Mapping):
-            problems.append(
-                f"{where}: is {type(env).__name__}, not a mapping; write node_ranks/env_vars under it."
-            )
+            problems.append(f"{where}: is {type(env).__name__}, not a mapping; write node_ranks/env_vars under it.")
             continue
         for key in _unknown_keys(env, ENV_CONFIG_KEYS):
             problems.append(
@@ -527,9 +515,7 @@ def _check_env_configs(group_where, label, env_configs, group_ranks, problems):
                 f"{', '.join(ENV_CONFIG_KEYS)}."
             )
         if "node_ranks" not in env:
-            problems.append(
-                f"{where}: node_ranks is missing; say which nodes of group '{label}' it applies to."
-            )
+            problems.append(f"{where}: node_ranks is missing; say which nodes of group '{label}' it applies to.")
         elif group_ranks is not None:
             if not group_ranks:
                 problems.append(f"{where}: group '{label}' has no nodes, so env_configs cannot apply.")
@@ -553,9 +539,7 @@ def _check_env_configs(group_where, label, env_configs, group_ranks, problems):
         env_vars = env.get("env_vars")
         if env_vars is not None:
             if not isinstance(env_vars, Sequence) or isinstance(env_vars, str):
-                problems.append(
-                    f"{where}: env_vars must be a list of one-key mappings ('- NAME: value'); add the '-'."
-                )
+                problems.append(f"{where}: env_vars must be a list of one-key mappings ('- NAME: value'); add the '-'.")
             else:
                 for item in env_vars:
                     if not isinstance(item, Mapping) or len(item) != 1:
@@ -566,9 +550,7 @@ def _check_env_configs(group_where, label, env_configs, group_ranks, problems):
                         continue
                     key = str(next(iter(item)))
                     if key in env_keys:
-                        problems.append(
-                            f"{where}: env var '{key}' is set twice in group '{label}'; set it once."
-                        )
+                        problems.append(f"{where}: env var '{key}' is set twice in group '{label}'; set it once.")
                     env_keys.add(key)
         path = env.get("python_interpreter_path")
         if path is not None and (not isinstance(path, str) or not path.startswith("/")):
@@ -597,8 +579,7 @@ def _check_hardware(group_where, label, hardware, group_ranks, problems, hw_seen
         exact = [t for t in HARDWARE_TYPES if t.lower() == hw_type.lower()]
         hint = f" (types are case-sensitive: write '{exact[0]}')" if exact else ""
         problems.append(
-            f"{group_where} hardware: type '{hw_type}' is not supported{hint}; use one of "
-            f"{', '.join(HARDWARE_TYPES)}."
+            f"{group_where} hardware: type '{hw_type}' is not supported{hint}; use one of {', '.join(HARDWARE_TYPES)}."
         )
         return None, None
     configs = hardware.get("configs")
@@ -619,9 +600,7 @@ def _check_hardware(group_where, label, hardware, group_ranks, problems, hw_seen
             problems.append(f"{where}: is {type(cfg).__name__}, not a mapping with node_rank.")
             continue
         for key in _unknown_keys(cfg, valid):
-            problems.append(
-                f"{where}: unknown key '{key}'{_suggest(key, valid)} for a {hw_type}; remove or rename it."
-            )
+            problems.append(f"{where}: unknown key '{key}'{_suggest(key, valid)} for a {hw_type}; remove or rename it.")
         dump = json.dumps({str(k): v for k, v in cfg.items()}, sort_keys=True, default=str)
         if dump in seen_dumps:
             problems.append(f"{where}: duplicates an earlier config of group '{label}'; remove one.")
@@ -662,9 +641,7 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
         return {"problems": [f"{source}: is {type(cluster).__name__}, not a mapping."], "warnings": []}
 
     for key in _unknown_keys(cluster, CLUSTER_KEYS):
-        warnings.append(
-            f"{source}: key '{key}'{_suggest(key, CLUSTER_KEYS)} is ignored by RLinf at the cluster level."
-        )
+        warnings.append(f"{source}: key '{key}'{_suggest(key, CLUSTER_KEYS)} is ignored by RLinf at the cluster level.")
 
     # num_nodes
     num_nodes = None
@@ -672,11 +649,7 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
         problems.append(f"{source}: num_nodes is missing; set it to the number of Ray nodes.")
     elif not _is_int(cluster["num_nodes"]) or cluster["num_nodes"] <= 0:
         value = cluster["num_nodes"]
-        hint = (
-            " (an OmegaConf interpolation cannot be checked here; write the number)"
-            if "${" in str(value)
-            else ""
-        )
+        hint = " (an OmegaConf interpolation cannot be checked here; write the number)" if "${" in str(value) else ""
         problems.append(f"{source}: num_nodes={value!r} must be a positive integer{hint}.")
     else:
         num_nodes = cluster["num_nodes"]
@@ -704,17 +677,13 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
     gpus_by_rank = {n["rank"]: n.get("gpus") for n in nodes} if nodes is not None else {}
     if raw_groups is not None:
         if not isinstance(raw_groups, Sequence) or isinstance(raw_groups, str):
-            problems.append(
-                f"{source}: node_groups must be a list of mappings, each starting with '- label:'."
-            )
+            problems.append(f"{source}: node_groups must be a list of mappings, each starting with '- label:'.")
             raw_groups = []
         labels_seen: dict[str, int] = {}
         for i, group in enumerate(raw_groups):
             where = f"{source} node_groups[{i}]"
             if not isinstance(group, Mapping):
-                problems.append(
-                    f"{where}: is {type(group).__name__}, not a mapping with label and node_ranks."
-                )
+                problems.append(f"{where}: is {type(group).__name__}, not a mapping with label and node_ranks.")
                 continue
             label = str(group["label"]) if "label" in group else None
             if label is not None:
@@ -728,9 +697,7 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
             if label is None:
                 problems.append(f"{where}: label is missing; give the group a unique label.")
             elif label in RESERVED_LABELS:
-                problems.append(
-                    f"{where}: label '{label}' is reserved by RLinf (cluster, node); choose another."
-                )
+                problems.append(f"{where}: label '{label}' is reserved by RLinf (cluster, node); choose another.")
             elif label in labels_seen:
                 problems.append(
                     f"{where}: label '{label}' is already used by node_groups[{labels_seen[label]}]; "
@@ -738,24 +705,18 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
                     "be unique."
                 )
             elif "," in label:
-                problems.append(
-                    f"{where}: label '{label}' contains a comma, which node_group splits on; rename it."
-                )
+                problems.append(f"{where}: label '{label}' contains a comma, which node_group splits on; rename it.")
             if label is not None:
                 labels_seen.setdefault(label, i)
             ranks = None
             if "node_ranks" not in group:
-                problems.append(
-                    f"{where}: node_ranks is missing; set the node ranks of this group, e.g. '0-1'."
-                )
+                problems.append(f"{where}: node_ranks is missing; set the node ranks of this group, e.g. '0-1'.")
             elif all_ranks is not None:
                 ranks = _ranks_field(group["node_ranks"], all_ranks, f"{where} node_ranks", problems)
                 if ranks == []:
                     warnings.append(f"{where}: node_ranks is empty, so RLinf drops the group.")
             if "hardware" in group and group.get("hardware_type") is not None:
-                problems.append(
-                    f"{where}: set either hardware or hardware_type, not both (hardware sets the type)."
-                )
+                problems.append(f"{where}: set either hardware or hardware_type, not both (hardware sets the type).")
             ignore = group.get("ignore_hardware", False)
             if not isinstance(ignore, bool):
                 problems.append(f"{where}: ignore_hardware={ignore!r} must be true or false.")
@@ -795,9 +756,7 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
                 groups[label] = _accelerator_group(label, ranks, gpus_by_rank, nodes is not None)
 
     if all_ranks is not None:
-        groups.setdefault(
-            DEFAULT_GROUP, _accelerator_group(DEFAULT_GROUP, all_ranks, gpus_by_rank, nodes is not None)
-        )
+        groups.setdefault(DEFAULT_GROUP, _accelerator_group(DEFAULT_GROUP, all_ranks, gpus_by_rank, nodes is not None))
         groups.setdefault(NODE_GROUP, _Group(NODE_GROUP, all_ranks, None, None))
 
     # inventory cross-check
@@ -828,9 +787,7 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
 
     # component_placement
     if "component_placement" not in cluster:
-        problems.append(
-            f"{source}: component_placement is missing; RLinf requires it (e.g. 'actor,rollout: all')."
-        )
+        problems.append(f"{source}: component_placement is missing; RLinf requires it (e.g. 'actor,rollout: all').")
     else:
         _check_placements(
             cluster["component_placement"],
@@ -877,13 +834,10 @@ def _check_placements(placements, groups, ranks_known, source, problems, warning
         if isinstance(value, Mapping):
             for extra in _unknown_keys(value, ("node_group", "placement")):
                 warnings.append(
-                    f"{where}: key '{extra}'{_suggest(extra, ('node_group', 'placement'))} is ignored by "
-                    "RLinf."
+                    f"{where}: key '{extra}'{_suggest(extra, ('node_group', 'placement'))} is ignored by RLinf."
                 )
             if "placement" not in value:
-                problems.append(
-                    f"{where}: 'placement' is missing; give resource ranks such as '0-3' or 'all'."
-                )
+                problems.append(f"{where}: 'placement' is missing; give resource ranks such as '0-3' or 'all'.")
                 continue
             if "node_group" in value:
                 raw = value["node_group"]
@@ -898,9 +852,7 @@ def _check_placements(placements, groups, ranks_known, source, problems, warning
                 labels = [x.strip() for x in raw.split(",")] if "," in raw else [raw]
             text = value["placement"]
         elif isinstance(value, Sequence) and not isinstance(value, str):
-            problems.append(
-                f"{where}: the placement is a YAML list; write a string such as '0-3' or '0-1:0-3'."
-            )
+            problems.append(f"{where}: the placement is a YAML list; write a string such as '0-3' or '0-1:0-3'.")
             continue
         else:
             text = value

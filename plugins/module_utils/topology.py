@@ -123,9 +123,7 @@ def _node_group_labels(name, hostvars, problems) -> list[str]:
     labels = []
     for item in values:
         if isinstance(item, bool) or not isinstance(item, (str, int)):
-            problems.append(
-                f"host '{name}': {NODE_GROUP_VAR} entry {item!r} is not a label; use a plain string."
-            )
+            problems.append(f"host '{name}': {NODE_GROUP_VAR} entry {item!r} is not a label; use a plain string.")
             continue
         labels.append(str(item))
     return labels
@@ -156,8 +154,7 @@ def _declared_group_names(ordered, hostvars, groups, problems) -> list[str]:
             continue
         if isinstance(value, str) or not isinstance(value, Sequence):
             problems.append(
-                f"host '{host}': {NODE_GROUPS_VAR}={value!r} must be a list of inventory group names, "
-                f"e.g. [edge]."
+                f"host '{host}': {NODE_GROUPS_VAR}={value!r} must be a list of inventory group names, e.g. [edge]."
             )
             continue
         for item in value:
@@ -191,9 +188,7 @@ def _gpu_info(name, hostvars, problems):
             )
         else:
             if len(set(devices)) != len(devices):
-                problems.append(
-                    f"host '{name}': {CUDA_VAR}={raw_devices!r} repeats a GPU id; list each GPU once."
-                )
+                problems.append(f"host '{name}': {CUDA_VAR}={raw_devices!r} repeats a GPU id; list each GPU once.")
     gpus = None
     raw_gpus = _get(hostvars, name, GPUS_VAR)
     if raw_gpus is not None and raw_gpus != "":
@@ -260,8 +255,8 @@ def _shared_machine_problems(nodes: list[dict]) -> list[str]:
             missing = [n["name"] for n in gpu_users if n["cuda_visible_devices"] is None]
             if missing:
                 problems.append(
-                    f"hosts {', '.join(missing)}: they share machine {machine} with {names} but do not "
-                    f"set {CUDA_VAR}; give each host a disjoint GPU list (or {GPUS_VAR}: 0 for a "
+                    f"hosts {', '.join(missing)}: they share machine {machine} with other Ray nodes "
+                    f"({names}) but do not set {CUDA_VAR}; give each host a disjoint GPU list (or {GPUS_VAR}: 0 for a "
                     "CPU-only node)."
                 )
             owner: dict[str, str] = {}
@@ -306,9 +301,7 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
     workers = list(dict.fromkeys(groups.get(WORKER_GROUP) or []))
 
     if not heads:
-        problems.append(
-            f"inventory: group '{HEAD_GROUP}' is missing or empty; put exactly one host in '{HEAD_GROUP}'."
-        )
+        problems.append(f"inventory: group '{HEAD_GROUP}' is missing or empty; put exactly one host in '{HEAD_GROUP}'.")
     elif len(heads) > 1:
         problems.append(
             f"inventory: group '{HEAD_GROUP}' has {len(heads)} hosts ({', '.join(heads)}); "
@@ -318,8 +311,7 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
     for name in workers:
         if name in heads:
             problems.append(
-                f"host '{name}': it is in both '{HEAD_GROUP}' and '{WORKER_GROUP}'; "
-                f"remove it from '{WORKER_GROUP}'."
+                f"host '{name}': it is in both '{HEAD_GROUP}' and '{WORKER_GROUP}'; remove it from '{WORKER_GROUP}'."
             )
     workers = [w for w in workers if w not in heads]
 
@@ -385,8 +377,7 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
         if len(holders) > 1:
             implicit = [n["name"] for n in holders if not n["explicit_rank"]]
             hint = (
-                f" ({', '.join(implicit)} got it from inventory order; set {RANK_VAR} on every host "
-                "or on none)"
+                f" ({', '.join(implicit)} got it from inventory order; set {RANK_VAR} on every host or on none)"
                 if implicit
                 else ""
             )
@@ -453,6 +444,4 @@ def rank_table(nodes: Sequence[Mapping]) -> str:
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows
-    )
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows)

@@ -1,0 +1,174 @@
+"""Unit tests for plugins/module_utils/topology.py: ranks, node groups, shared machines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.rlinf.cluster.plugins.module_utils.topology import (
+    TopologyError,
+    cluster_nodes,
+    format_ranks,
+    inventory_node_groups,
+    parse_device_ids,
+    rank_table,
+    topology_problems,
+)
+
+CORPUS = Path(__file__).parent / "corpus"
+BAD = yaml.safe_load((CORPUS / "bad_inventories.yml").read_text())
+
+
+def test_corpus_is_big_enough():
+    assert len(BAD) >= 20
+
+
+@pytest.mark.parametrize("case", BAD, ids=[c["name"] for c in BAD])
+def test_bad_inventory(case):
+    problems = topology_problems(case["groups"], case["hostvars"])
+    expected = case["expect"] if isinstance(case["expect"], list) else [case["expect"]]
+    for fragment in expected:
+        assert any(fragment in p for p in problems), f"{fragment!r} not in {problems}"
+    with pytest.raises(TopologyError) as err:
+        cluster_nodes(case["groups"], case["hostvars"])
+    assert err.value.problems == problems
+    for problem in problems:
+        assert problem.endswith("."), problem  # one sentence each
+        assert "Traceback" not in problem
+
+
+def test_head_first_then_workers_in_inventory_order():
+    groups = {"ray_head": ["h"], "ray_workers": ["b", "a", "c"], "all": ["h", "b", "a", "c"]}
+    nodes = cluster_nodes(groups, {"h": {"ansible_host": "10.0.0.1"}})
+    assert [(n["name"], n["rank"], n["role"]) for n in nodes] == [
+        ("h", 0, "head"),
+        ("b", 1, "worker"),
+        ("a", 2, "worker"),
+        ("c", 3, "worker"),
+    ]
+    assert nodes[0]["address"] == "10.0.0.1"
+    assert nodes[1]["address"] == "b"
+
+
+def test_explicit_ranks_reorder_and_are_returned_sorted():
+    groups = {"ray_head": ["h"], "ray_workers": ["a", "b"]}
+    hostvars = {"h": {"rlinf_node_rank": "0"}, "a": {"rlinf_node_rank": 2}, "b": {"rlinf_node_rank": 1}}
+    nodes = cluster_nodes(groups, hostvars)
+    assert [n["name"] for n in nodes] == ["h", "b", "a"]
+    assert all(n["explicit_rank"] for n in nodes)
+
+
+def test_appending_a_worker_keeps_existing_ranks():
+    before = cluster_nodes({"ray_head": ["h"], "ray_workers": ["a", "b"]}, {})
+    after = cluster_nodes({"ray_head": ["h"], "ray_workers": ["a", "b", "new"]}, {})
+    assert [(n["name"], n["rank"]) for n in after][:3] == [(n["name"], n["rank"]) for n in before]
+
+
+def test_node_groups_from_host_var_and_group_list():
+    groups = {
+        "ray_head": ["h"],
+        "ray_workers": ["w1", "e1", "e2"],
+        "edge": ["e1", "e2"],
+        "arms": ["e2"],
+    }
+    hostvars = {
+        "h": {"rlinf_node_group": "cloud", "rlinf_node_groups": ["edge"]},
+        "w1": {"rlinf_node_group": "cloud", "rlinf_node_groups": ["edge"]},
+        "e1": {"rlinf_node_groups": ["edge"]},
+        "e2": {"rlinf_node_group": ["arms"], "rlinf_node_groups": ["edge"]},
+    }
+    nodes = cluster_nodes(groups, hostvars)
+    assert [n["node_groups"] for n in nodes] == [["cloud"], ["cloud"], ["edge"], ["edge", "arms"]]
+    assert nodes[3]["node_group"] == "edge,arms"
+    assert inventory_node_groups(nodes) == {"cloud": [0, 1], "edge": [2, 3], "arms": [3]}
+
+
+def test_shared_machine_with_disjoint_settings_is_valid():
+    groups = {"ray_head": ["h"], "ray_workers": ["a", "b"]}
+    hostvars = {
+        "h": {"ansible_host": "10.0.0.1"},
+        "a": {
+            "ansible_host": "10.0.0.2",
+            "ray_port": 6380,
+            "ray_temp_dir": "/tmp/ray-a",
+            "rlinf_cuda_visible_devices": "0,1,2,3",
+        },
+        "b": {
+            "ansible_host": "10.0.0.2",
+            "ray_port": 6381,
+            "ray_temp_dir": "/tmp/ray-b",
+            "rlinf_cuda_visible_devices": [4, 5, 6, 7],
+        },
+    }
+    nodes = cluster_nodes(groups, hostvars)
+    assert [n["gpus"] for n in nodes] == [None, 4, 4]
+    assert nodes[2]["cuda_visible_devices"] == ["4", "5", "6", "7"]
+
+
+def test_shared_machine_cpu_only_nodes_need_no_gpu_lists():
+    groups = {"ray_head": ["h"], "ray_workers": ["a"]}
+    hostvars = {
+        "h": {"ansible_host": "m", "rlinf_gpus_per_node": 0},
+        "a": {"ansible_host": "m", "rlinf_gpus_per_node": 0, "ray_port": 6380, "ray_temp_dir": "/tmp/r"},
+    }
+    assert topology_problems(groups, hostvars) == []
+
+
+def test_limit_does_not_matter_because_groups_is_the_whole_inventory():
+    # ansible_play_hosts would be a subset; the filter only ever sees `groups`.
+    groups = {"ray_head": ["h"], "ray_workers": ["a", "b"]}
+    assert [n["rank"] for n in cluster_nodes(groups, {})] == [0, 1, 2]
+
+
+def test_hostvars_like_object_and_missing_entries():
+    class HostVars(dict):
+        def __getitem__(self, key):  # Ansible's HostVars raises for unknown hosts too
+            return super().__getitem__(key)
+
+    nodes = cluster_nodes({"ray_head": ["h"], "ray_workers": ["w"]}, HostVars(h={"ray_port": "6379"}))
+    assert [n["ray_port"] for n in nodes] == [6379, 6379]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, None), ("0,1", ["0", "1"]), (3, ["3"]), ([0, "1"], ["0", "1"]), ("", []), ("GPU-ab", ["GPU-ab"])],
+)
+def test_parse_device_ids(value, expected):
+    assert parse_device_ids(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("ranks", "text"), [([], ""), ([0], "0"), ([0, 1, 2, 5], "0-2,5"), ([3, 1, 2], "1-3"), ([0, 2, 4], "0,2,4")]
+)
+def test_format_ranks(ranks, text):
+    assert format_ranks(ranks) == text
+
+
+def test_rank_table():
+    nodes = cluster_nodes(
+        {"ray_head": ["head"], "ray_workers": ["edge-1"]},
+        {"head": {"ansible_host": "10.0.0.1", "rlinf_gpus_per_node": 4, "rlinf_node_group": "cloud"}},
+    )
+    assert rank_table(nodes).splitlines() == [
+        "rank  host    address   role    group  gpus",
+        "0     head    10.0.0.1  head    cloud  4",
+        "1     edge-1  edge-1    worker  -      ?",
+    ]
+
+
+def test_sample_inventory_topology():
+    inv = yaml.safe_load((Path(__file__).parents[2] / "inventories/sample/hosts.yml").read_text())
+    cluster = inv["all"]["children"]["rlinf_cluster"]["children"]
+    groups = {name: list((body or {}).get("hosts") or {}) for name, body in cluster.items()}
+    hostvars = {}
+    for body in cluster.values():
+        for host, hv in ((body or {}).get("hosts") or {}).items():
+            hostvars.setdefault(host, {}).update(hv or {})
+    for host in groups["cloud"]:
+        hostvars[host]["rlinf_node_group"] = "cloud"
+    for host in groups["edge"]:
+        hostvars[host]["rlinf_node_group"] = "edge"
+    nodes = cluster_nodes(groups, hostvars)
+    assert inventory_node_groups(nodes) == {"cloud": [0, 1, 2], "edge": [3, 4]}

@@ -1,0 +1,155 @@
+"""playbooks/validate.yml end to end: runs on the controller only, no host is contacted.
+
+The inventories point at unroutable TEST-NET addresses; a run that tried to connect
+would fail with "unreachable", which the assertions would catch.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAYBOOK = ROOT / "playbooks" / "validate.yml"
+ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
+
+GOOD = """
+all:
+  children:
+    ray_head:
+      hosts:
+        head: {ansible_host: 192.0.2.10, rlinf_gpus_per_node: 4, rlinf_node_group: cloud}
+    ray_workers:
+      hosts:
+        edge-1: {ansible_host: 192.0.2.11, rlinf_gpus_per_node: 0}
+    edge:
+      hosts:
+        edge-1:
+      vars:
+        rlinf_node_group: edge
+"""
+
+BAD_RANKS = """
+all:
+  children:
+    ray_head:
+      hosts:
+        head: {ansible_host: 192.0.2.10, rlinf_node_rank: 1}
+    ray_workers:
+      hosts:
+        w1: {ansible_host: 192.0.2.11, rlinf_node_rank: 1}
+        w2: {ansible_host: 192.0.2.11}
+"""
+
+CONFIG = """
+cluster:
+  num_nodes: 2
+  node_groups:
+    - label: cloud
+      node_ranks: 0
+    - label: edge
+      node_ranks: 1
+  component_placement:
+    actor: {node_group: cloud, placement: 0-3}
+    env: {node_group: edge, placement: 0-0}
+"""
+
+BAD_CONFIG = CONFIG.replace("placement: 0-3", "placement: 0-4").replace("node_ranks: 1", "node_ranks: [1]")
+
+pytestmark = pytest.mark.skipif(not ANSIBLE_PLAYBOOK.exists(), reason="needs the controller venv")
+
+
+class _Run:
+    """A playbook run started at once; ``result()`` waits for it. The fixture below starts
+    every scenario in parallel so the module takes one playbook's time (a few seconds)."""
+
+    def __init__(self, workdir: Path, inventory: str, *extra: str, playbook: Path = PLAYBOOK):
+        workdir.mkdir(parents=True, exist_ok=True)
+        inv = workdir / "hosts.yml"
+        inv.write_text(inventory)
+        env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+        env.pop("ANSIBLE_INVENTORY", None)
+        self._proc = subprocess.Popen(
+            [str(ANSIBLE_PLAYBOOK), str(playbook), "-i", str(inv), *extra],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def result(self) -> subprocess.CompletedProcess:
+        out, err = self._proc.communicate(timeout=120)
+        return subprocess.CompletedProcess(self._proc.args, self._proc.returncode, out, err)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("validate")
+    config = base / "rlinf.yaml"
+    config.write_text(CONFIG)
+    bad_config = base / "bad.yaml"
+    bad_config.write_text(BAD_CONFIG)
+    playbook = base / "site_first_play.yml"
+    playbook.write_text(
+        "- name: Validate\n  hosts: all\n  gather_facts: false\n  any_errors_fatal: true\n"
+        "  roles: [rlinf.cluster.validate_inventory]\n"
+    )
+    started = {
+        "good": _Run(base / "good", GOOD, "-e", f"rlinf_config={config}"),
+        "bad_ranks": _Run(base / "bad_ranks", BAD_RANKS),
+        "bad_config": _Run(
+            base / "bad_config", GOOD, "-e", f"rlinf_config={bad_config}", "-e", "rlinf_ray_version=2.46.0"
+        ),
+        "limit_localhost": _Run(base / "limit_localhost", BAD_RANKS, "--limit", "w2"),
+        "limit_all": _Run(base / "limit_all", BAD_RANKS, "--limit", "w2", playbook=playbook),
+    }
+    return {name: run.result() for name, run in started.items()}
+
+
+def test_good_inventory_and_config(runs):
+    result = runs["good"]
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "0     head    192.0.2.10  head    cloud  4" in out
+    assert "1     edge-1  192.0.2.11  worker  edge   0" in out
+    assert "node_ranks: '1'" in out
+    assert "unreachable=0" in out and "failed=0" in out
+
+
+def test_bad_ranks_and_shared_machine_all_listed(runs):
+    result = runs["bad_ranks"]
+    out = result.stdout
+    assert result.returncode == 2, out + result.stderr
+    assert "host 'head': the head must have rlinf_node_rank=0" in out
+    assert "hosts head, w1: they share rlinf_node_rank=1" in out
+    assert "hosts w1, w2: they run Ray nodes on the same machine (192.0.2.11)" in out
+
+
+def test_bad_config_and_ray_version(runs):
+    result = runs["bad_config"]
+    out = result.stdout
+    assert result.returncode == 2, out + result.stderr
+    assert "Validation found 3 problem(s)" in out
+    assert 'rlinf_ray_version="2.46.0" is not a Ray version >= 2.47.0' in out
+    assert "a YAML list ([1]) is not accepted by RLinf" in out
+    assert "Accelerator resource rank 4 in '0-4' is outside 0..3" in out
+
+
+def test_limit_skips_a_localhost_play(runs):
+    # Why site.yml should not rely on a `hosts: localhost` play under --limit.
+    result = runs["limit_localhost"]
+    assert result.returncode == 0
+    assert "skipping: no hosts matched" in result.stdout
+
+
+def test_role_in_a_hosts_all_play_validates_whole_inventory_under_limit(runs):
+    result = runs["limit_all"]
+    out = result.stdout
+    assert result.returncode == 2, out + result.stderr
+    assert "unreachable=0" in out  # no connection was attempted
+    assert "hosts head, w1: they share rlinf_node_rank=1" in out
