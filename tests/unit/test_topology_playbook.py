@@ -67,10 +67,13 @@ class _Run:
     """A playbook run started at once; ``result()`` waits for it. The fixture below starts
     every scenario in parallel so the module takes one playbook's time (a few seconds)."""
 
-    def __init__(self, workdir: Path, inventory: str, *extra: str, playbook: Path = PLAYBOOK):
+    def __init__(self, workdir: Path, inventory: str | Path, *extra: str, playbook: Path = PLAYBOOK):
         workdir.mkdir(parents=True, exist_ok=True)
-        inv = workdir / "hosts.yml"
-        inv.write_text(inventory)
+        if isinstance(inventory, Path):
+            inv = inventory
+        else:
+            inv = workdir / "hosts.yml"
+            inv.write_text(inventory)
         env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
         env.pop("ANSIBLE_INVENTORY", None)
         self._proc = subprocess.Popen(
@@ -107,6 +110,12 @@ def runs(tmp_path_factory):
         ),
         "limit_localhost": _Run(base / "limit_localhost", BAD_RANKS, "--limit", "w2"),
         "limit_all": _Run(base / "limit_all", BAD_RANKS, "--limit", "w2", playbook=playbook),
+        "sample": _Run(
+            base / "sample",
+            ROOT / "inventories" / "sample",
+            "-e",
+            f"rlinf_config={ROOT / 'tests/unit/corpus/good/sample_cloud_edge.yaml'}",
+        ),
     }
     return {name: run.result() for name, run in started.items()}
 
@@ -153,3 +162,12 @@ def test_role_in_a_hosts_all_play_validates_whole_inventory_under_limit(runs):
     assert result.returncode == 2, out + result.stderr
     assert "unreachable=0" in out  # no connection was attempted
     assert "hosts head, w1: they share rlinf_node_rank=1" in out
+
+
+def test_sample_inventory_validates_and_prints_its_cluster_block(runs):
+    result = runs["sample"]
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "[WARNING]" not in out + result.stderr
+    assert "2     cloud-gpu2  203.0.113.12   worker  cloud  8" in out
+    assert "  - label: edge\n            node_ranks: 3-4" in out
