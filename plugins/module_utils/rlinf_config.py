@@ -284,6 +284,11 @@ def process_resources(rank_map) -> dict[int, list[int]]:
     return result
 
 
+def _kind(hw_type) -> str:
+    """Display name of a hardware type: RLinf's "Accelerator" is a GPU here."""
+    return "GPU" if hw_type == ACCELERATOR else str(hw_type)
+
+
 class _Group:
     """What RLinf's NodeGroupInfo knows: nodes (ranks) and the units each has."""
 
@@ -302,7 +307,7 @@ class _Group:
         return sum(self.units)
 
     def describe(self):
-        kind = "node" if self.hw_type is None else ("GPU" if self.hw_type == ACCELERATOR else self.hw_type)
+        kind = "node" if self.hw_type is None else _kind(self.hw_type)
         return f"{self.count} {kind} resource(s)"
 
 
@@ -348,7 +353,7 @@ def place(rank_map, groups: Sequence[_Group]) -> list[str]:
                 f"process {proc} would use resources {format_ranks(res)} on nodes "
                 f"{format_ranks(sorted(where))}; one process must stay on one node"
             )
-        kinds = {owners[r][1] for r in res if r < len(owners)}
+        kinds = {_kind(owners[r][1]) for r in res if r < len(owners)}
         if len(kinds) > 1:
             problems.append(
                 f"process {proc} would mix hardware types {', '.join(sorted(kinds))}; one process uses "
@@ -886,7 +891,7 @@ def _check_placements(placements, groups, ranks_known, source, problems, warning
                 "checked; set rlinf_gpus_per_node on its hosts."
             )
         hw_types = [g.hw_type for g in selected]
-        resource_label = "Node" if None in hw_types else ", ".join(hw_types)
+        resource_label = "Node" if None in hw_types else ", ".join(_kind(t) for t in hw_types)
         try:
             rank_map = parse_placement(text, count, resource_label)
         except UnknownResources:

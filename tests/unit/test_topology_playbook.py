@@ -146,7 +146,7 @@ def test_bad_config_and_ray_version(runs):
     assert "Validation found 3 problem(s)" in out
     assert 'rlinf_ray_version="2.46.0" is not a Ray version >= 2.47.0' in out
     assert "a YAML list ([1]) is not accepted by RLinf" in out
-    assert "Accelerator resource rank 4 in '0-4' is outside 0..3" in out
+    assert "GPU resource rank 4 in '0-4' is outside 0..3" in out
 
 
 def test_limit_skips_a_localhost_play(runs):
