@@ -56,16 +56,20 @@ def _vars(hostvars: Mapping[str, Mapping], name: str) -> Mapping:
     return found if found is not None else {}
 
 
-def _get(hostvars: Mapping[str, Mapping], name: str, key: str, default=None):
+def _get(hostvars: Mapping[str, Mapping], name: str, key: str, problems: list[str], default=None):
+    """hostvars[name][key]; a value Ansible cannot template becomes a problem naming host and var."""
     try:
         value = _vars(hostvars, name).get(key, default)
-    except Exception:  # an undefined Jinja value in the inventory
+        if value is not None and not isinstance(value, (Mapping, list, tuple)):
+            str(value)  # an undefined Jinja variable raises here
+    except Exception as err:
+        problems.append(f"host '{name}': {key} cannot be evaluated ({err}); fix its value in the inventory.")
         return default
     return default if value is None else value
 
 
 def _explicit_rank(name: str, hostvars: Mapping[str, Mapping], problems: list[str]):
-    value = _get(hostvars, name, RANK_VAR)
+    value = _get(hostvars, name, RANK_VAR, problems)
     if value is None or value == "":
         return None
     if isinstance(value, bool) or not isinstance(value, int):
@@ -110,7 +114,7 @@ def parse_device_ids(value) -> list[str] | None:
 
 
 def _node_group_labels(name, hostvars, problems) -> list[str]:
-    value = _get(hostvars, name, NODE_GROUP_VAR)
+    value = _get(hostvars, name, NODE_GROUP_VAR, problems)
     if value is None or value == "":
         return []
     values = [value] if isinstance(value, (str, int)) and not isinstance(value, bool) else value
@@ -149,7 +153,7 @@ def _declared_group_names(ordered, hostvars, groups, problems) -> list[str]:
     """Inventory groups listed in ``rlinf_node_groups`` (read from every cluster host)."""
     names: list[str] = []
     for host in ordered:
-        value = _get(hostvars, host, NODE_GROUPS_VAR)
+        value = _get(hostvars, host, NODE_GROUPS_VAR, problems)
         if value is None or value == "" or value == []:
             continue
         if isinstance(value, str) or not isinstance(value, Sequence):
@@ -177,7 +181,7 @@ def _declared_group_names(ordered, hostvars, groups, problems) -> list[str]:
 def _gpu_info(name, hostvars, problems):
     """(gpus, devices) for one host; None when unknown."""
     devices = None
-    raw_devices = _get(hostvars, name, CUDA_VAR)
+    raw_devices = _get(hostvars, name, CUDA_VAR, problems)
     if raw_devices is not None:
         try:
             devices = parse_device_ids(raw_devices)
@@ -190,7 +194,7 @@ def _gpu_info(name, hostvars, problems):
             if len(set(devices)) != len(devices):
                 problems.append(f"host '{name}': {CUDA_VAR}={raw_devices!r} repeats a GPU id; list each GPU once.")
     gpus = None
-    raw_gpus = _get(hostvars, name, GPUS_VAR)
+    raw_gpus = _get(hostvars, name, GPUS_VAR, problems)
     if raw_gpus is not None and raw_gpus != "":
         try:
             if isinstance(raw_gpus, (bool, float)):
@@ -216,7 +220,7 @@ def _gpu_info(name, hostvars, problems):
 
 
 def _port(name, hostvars, problems):
-    raw = _get(hostvars, name, PORT_VAR, DEFAULT_RAY_PORT)
+    raw = _get(hostvars, name, PORT_VAR, problems, DEFAULT_RAY_PORT)
     try:
         if isinstance(raw, (bool, float)):
             raise ValueError
@@ -347,7 +351,7 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
             if label not in labels:
                 labels.append(label)
         gpus, devices = _gpu_info(name, hostvars, problems)
-        address = str(_get(hostvars, name, "ansible_host", name))
+        address = str(_get(hostvars, name, "ansible_host", problems, name))
         nodes.append(
             {
                 "name": name,
@@ -360,7 +364,7 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
                 "gpus": gpus,
                 "cuda_visible_devices": devices,
                 "ray_port": _port(name, hostvars, problems),
-                "temp_dir": str(_get(hostvars, name, TEMP_DIR_VAR, DEFAULT_RAY_TEMP_DIR)),
+                "temp_dir": str(_get(hostvars, name, TEMP_DIR_VAR, problems, DEFAULT_RAY_TEMP_DIR)),
                 "explicit_rank": explicit is not None,
             }
         )

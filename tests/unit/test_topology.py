@@ -172,3 +172,17 @@ def test_sample_inventory_topology():
         hostvars[host]["rlinf_node_group"] = "edge"
     nodes = cluster_nodes(groups, hostvars)
     assert inventory_node_groups(nodes) == {"cloud": [0, 1, 2], "edge": [3, 4]}
+
+
+def test_undefined_template_values_name_host_and_variable():
+    class Undefined:  # what Ansible hands over for "{{ nope }}": it raises when rendered
+        def __str__(self):
+            raise ValueError("'nope' is undefined")
+
+    problems = topology_problems(
+        {"ray_head": ["h"]}, {"h": {"ansible_host": Undefined(), "rlinf_gpus_per_node": Undefined()}}
+    )
+    assert (
+        "host 'h': ansible_host cannot be evaluated ('nope' is undefined); fix its value in the inventory." in problems
+    )
+    assert any(p.startswith("host 'h': rlinf_gpus_per_node cannot be evaluated") for p in problems)
