@@ -118,19 +118,46 @@ def normalize_expected(expected: Sequence[Mapping]) -> list[dict]:
                 continue
             resources[str(key)] = number
         env = {str(k): str(v) for k, v in dict(item.get("env") or {}).items() if v is not None}
-        nodes.append({"name": name, "rank": int(float(rank)), "ip": ip, "resources": resources, "env": env})
+        nodes.append(
+            {
+                "name": name,
+                "rank": int(float(rank)),
+                "ip": ip,
+                "temp_dir": str(item.get("temp_dir") or "") or None,
+                "resources": resources,
+                "env": env,
+            }
+        )
 
-    for field in ("name", "rank", "ip"):
+    # One IP may hold several Ray nodes (a shared machine), so only names and ranks are unique.
+    for field in ("name", "rank"):
         counts = Counter(node[field] for node in nodes)
         for value, count in sorted(counts.items(), key=lambda kv: str(kv[0])):
             if count > 1:
                 owners = _join(node["name"] for node in nodes if node[field] == value)
-                problems.append(
-                    f"hosts {owners}: they share {field} {value!r}; every Ray node needs its own {field}."
-                )
+                problems.append(f"hosts {owners}: they share {field} {value!r}; every Ray node needs its own {field}.")
     if problems:
         raise ExpectedNodesError(problems)
     return sorted(nodes, key=lambda node: node["rank"])
+
+
+def normalize_totals(totals: Mapping | None) -> dict[str, float]:
+    """Cluster-wide minimums {resource: amount}; raises ExpectedNodesError on non-numbers."""
+    out: dict[str, float] = {}
+    problems = []
+    for key, amount in dict(totals or {}).items():
+        if amount is None or amount == "":
+            continue
+        number = _number(amount)
+        if number is None or number < 0:
+            problems.append(
+                f"expected total {key}={amount!r} is not a non-negative number; fix ray_check_expected_totals."
+            )
+            continue
+        out[str(key)] = number
+    if problems:
+        raise ExpectedNodesError(problems)
+    return out
 
 
 # --------------------------------------------------------------------------- ray.nodes()
@@ -152,7 +179,9 @@ def normalize_node(raw: Mapping) -> dict:
         "port": int(port) if _number(port) is not None else None,
         "hostname": str(raw.get("NodeManagerHostname") or ""),
         "state": "ALIVE" if alive else "DEAD",
-        "is_head": bool(raw.get("Resources", {}).get("node:__internal_head__")),
+        "is_head": bool((raw.get("Resources") or {}).get("node:__internal_head__")),
+        # Under the node's --temp-dir: tells apart several Ray nodes on one machine.
+        "socket": str(raw.get("RayletSocketName") or raw.get("ObjectStoreSocketName") or ""),
         "resources": resources,
     }
 
@@ -172,29 +201,55 @@ def dead_ips(raw_nodes: Iterable[Mapping]) -> set[str]:
     return {node["ip"] for node in map(normalize_node, raw_nodes or []) if node["state"] == "DEAD"}
 
 
-def match_nodes(expected: Sequence[Mapping], raw_nodes: Iterable[Mapping]) -> dict:
+def _in_temp_dir(node: Mapping, temp_dir: str | None) -> bool:
+    if not temp_dir or not node.get("socket"):
+        return False
+    return str(node["socket"]).startswith(str(temp_dir).rstrip("/") + "/")
+
+
+def match_nodes(
+    expected: Sequence[Mapping], raw_nodes: Iterable[Mapping], probes: Mapping[str, Mapping] | None = None
+) -> dict:
     """Pair expected nodes with ALIVE Ray nodes by IP.
 
+    Several Ray nodes may share a machine (one IP, each with its own ray_temp_dir). On one
+    IP an expected node takes, in this order of preference: the node whose raylet socket
+    lies under its ``temp_dir``, the node whose probe read its rank, the next node left.
     Returns {"matched": {name: node}, "missing": [expected...], "extra": [node...],
     "dead": {name: True}} where ``dead`` marks missing hosts that Ray lists as DEAD.
-    A second ALIVE node on an expected IP (another raylet port) is extra.
+    ALIVE nodes left over on an expected IP are extra.
     """
     raw_nodes = list(raw_nodes or [])
+    probes = probes or {}
     alive = alive_nodes(raw_nodes)
     dead = dead_ips(raw_nodes)
     by_ip: dict[str, list[dict]] = {}
     for node in alive:
         by_ip.setdefault(node["ip"], []).append(node)
     matched: dict[str, dict] = {}
-    missing: list[dict] = []
     used: set[str] = set()
+
+    def take(exp: Mapping, accept) -> None:
+        if exp["name"] in matched:
+            return
+        for node in by_ip.get(exp["ip"], []):
+            if node["node_id"] not in used and accept(node):
+                matched[exp["name"]] = node
+                used.add(node["node_id"])
+                return
+
     for exp in expected:
-        candidates = by_ip.get(exp["ip"], [])
-        if candidates:
-            matched[exp["name"]] = candidates[0]
-            used.add(candidates[0]["node_id"])
-        else:
-            missing.append(exp)
+        take(exp, lambda node, exp=exp: _in_temp_dir(node, exp.get("temp_dir")))
+    for exp in expected:
+        take(
+            exp,
+            lambda node, exp=exp: (
+                str((probes.get(node["node_id"]) or {}).get("env", {}).get(RANK_KEY)) == str(exp["rank"])
+            ),
+        )
+    for exp in expected:
+        take(exp, lambda node: True)
+    missing = [exp for exp in expected if exp["name"] not in matched]
     extra = [node for node in alive if node["node_id"] not in used]
     return {
         "matched": matched,
@@ -247,6 +302,7 @@ def evaluate(
     address: str = "",
     env_keys: Sequence[str] = DEFAULT_ENV_KEYS,
     probed: bool = True,
+    expected_totals: Mapping[str, float] | None = None,
 ) -> dict:
     """Compare the cluster with the expected nodes.
 
@@ -258,8 +314,10 @@ def evaluate(
     """
     probes = dict(probes or {})
     raw_nodes = list(raw_nodes or [])
+    expected_totals = normalize_totals(expected_totals)
+    short_keys: set[str] = set()
     where = f" at {address}" if address else ""
-    membership = match_nodes(expected, raw_nodes)
+    membership = match_nodes(expected, raw_nodes, probes)
     matched, missing, extra = membership["matched"], membership["missing"], membership["extra"]
     problems: list[str] = []
 
@@ -301,6 +359,15 @@ def evaluate(
     # Membership.
     for exp in missing:
         seen = "Ray lists it as DEAD" if exp["name"] in membership["dead"] else "it never joined"
+        neighbours = [name for name, node in matched.items() if node["ip"] == exp["ip"]]
+        if neighbours:
+            add(
+                exp["name"],
+                f"{_label(exp)}: no ALIVE Ray node of its own in the cluster{where}: the Ray node on "
+                f"{exp['ip']} belongs to {_join(repr(n) for n in neighbours)} ({seen}); start Ray for "
+                f"'{exp['name']}' (re-run site.yml) with its own ray_temp_dir on that machine.",
+            )
+            continue
         add(
             exp["name"],
             f"{_label(exp)}: no ALIVE Ray node with this IP in the cluster{where} ({seen}); "
@@ -407,8 +474,7 @@ def evaluate(
         probed_entries,
         "python_executable",
         "the Ray worker interpreter",
-        "RLinf warns when interpreters differ: start Ray from the same venv path "
-        "(rlinf_venv_dir) on every node.",
+        "RLinf warns when interpreters differ: start Ray from the same venv path (rlinf_venv_dir) on every node.",
     ):
         add(_name_of(sentence), sentence)
 
@@ -426,6 +492,7 @@ def evaluate(
             got = _number(node["resources"].get(key))
             if got is not None and got + EPSILON >= want:
                 continue
+            short_keys.add(key)
             if is_builtin_resource(key):
                 source = RESOURCE_SOURCES.get(key, "ray_resources")
                 add(
@@ -460,19 +527,28 @@ def evaluate(
                     f"on '{exp['name']}' (ray_resources) and restart its Ray.",
                 )
 
-    # Totals over the nodes that declare an amount.
+    # Totals: an explicit cluster-wide minimum (expected_totals, like check_ray.sh's N but
+    # numeric and "at least"), else the sum of the per-node amounts; the latter is only
+    # reported when no per-node sentence already explains the shortfall.
     totals: dict[str, dict] = {}
-    for key in ("CPU", "GPU"):
+    for key in sorted({"CPU", "GPU", *expected_totals}):
         declared = [exp for exp in expected if key in (exp.get("resources") or {})]
         actual = sum(_number(node["resources"].get(key)) or 0.0 for node in matched.values())
-        totals[key] = {"actual": actual, "expected": sum(e["resources"][key] for e in declared) or None}
-        if declared and actual + EPSILON < totals[key]["expected"]:
-            add(
-                None,
-                f"cluster{where}: Ray reports {format_amount(actual)} {key}s in total but the inventory "
-                f"expects at least {format_amount(totals[key]['expected'])} "
-                f"({RESOURCE_SOURCES[key]} summed over {_join(e['name'] for e in declared)}).",
-            )
+        explicit = key in expected_totals
+        want = expected_totals[key] if explicit else (sum(e["resources"][key] for e in declared) or None)
+        totals[key] = {"actual": actual, "expected": want}
+        if want is None or actual + EPSILON >= want or (not explicit and key in short_keys):
+            continue
+        if explicit:
+            source = "ray_check_expected_totals"
+        else:
+            source = f"{RESOURCE_SOURCES.get(key, 'ray_resources')} summed over {_join(e['name'] for e in declared)}"
+        add(
+            None,
+            f"cluster{where}: Ray reports {format_amount(actual)} {key} in total on the inventory's ALIVE "
+            f"nodes but at least {format_amount(want)} are expected ({source}); add nodes or resources, "
+            "or lower the expectation.",
+        )
 
     # Keep sentences unique, in order.
     problems = list(dict.fromkeys(problems))

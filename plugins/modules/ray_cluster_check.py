@@ -59,9 +59,16 @@ options:
         type: int
         required: true
       ip:
-        description: The IP Ray binds to on this host (C(rlinf_node_ip)).
+        description:
+          - The IP Ray binds to on this host (C(rlinf_node_ip)).
+          - Several hosts may share one IP (several Ray nodes on one machine); see O(expected_nodes[].temp_dir).
         type: str
         required: true
+      temp_dir:
+        description:
+          - The node's Ray temp dir (C(ray_temp_dir)). It tells apart several Ray nodes on one
+            machine (same IP); a node whose raylet socket lies under it is this host's.
+        type: str
       resources:
         description:
           - "Minimum resources Ray must report on this node, by Ray name, for example
@@ -74,6 +81,13 @@ options:
         description: Extra environment values the Ray workers on this node must read.
         type: dict
         default: {}
+  expected_totals:
+    description:
+      - "Cluster-wide minimums over the expected ALIVE nodes, for example C({GPU: 8}): at least
+        that much, compared as numbers (more GPUs than expected pass)."
+      - Without it, the per-node amounts of O(expected_nodes[].resources) are summed.
+    type: dict
+    default: {}
   timeout:
     description:
       - Seconds to wait for the head to accept connections and the expected nodes to be ALIVE.
@@ -226,6 +240,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state im
     evaluate,
     membership_complete,
     normalize_expected,
+    normalize_totals,
 )
 
 
@@ -337,7 +352,7 @@ class RayClusterCheck:
         }
 
     def fail(self, msg):
-        self.result["summary"] = self.result["summary"] or f"FAILED: {msg}"
+        self.result["summary"] = self.result["summary"] or f"FAILED: could not check the Ray cluster at {self.address}"
         if not self.result["problems"]:
             self.result["problems"] = [msg]
         raise CheckFailed(msg)
@@ -369,9 +384,9 @@ class RayClusterCheck:
         probes = {}
         for node_id in node_ids:
             try:
-                refs[node_id] = remote_probe.options(
-                    scheduling_strategy=affinity(node_id=node_id, soft=False)
-                ).remote(self.env_keys)
+                refs[node_id] = remote_probe.options(scheduling_strategy=affinity(node_id=node_id, soft=False)).remote(
+                    self.env_keys
+                )
             except Exception as err:
                 probes[node_id] = {"error": f"could not submit the task ({type(err).__name__}: {err})"}
         if refs:
@@ -391,15 +406,18 @@ class RayClusterCheck:
     def run(self):
         try:
             expected = normalize_expected(self.params["expected_nodes"])
+            totals = normalize_totals(self.params["expected_totals"])
         except ExpectedNodesError as err:
             self.result["problems"] = err.problems
             self.fail("expected_nodes is unusable: " + " ".join(err.problems))
+        # Until the cluster is read, every expected node is UNKNOWN (the report still lists it).
+        self.result["nodes"] = [
+            {"name": n["name"], "rank": n["rank"], "ip": n["ip"], "state": "UNKNOWN", "problems": []} for n in expected
+        ]
 
         host, port = split_address(self.address)
         if host is None:
-            self.fail(
-                f"address '{self.address}' is not ip:port; pass the head's Ray address, e.g. 10.0.0.1:6379."
-            )
+            self.fail(f"address '{self.address}' is not ip:port; pass the head's Ray address, e.g. 10.0.0.1:6379.")
 
         try:
             ray, affinity = import_ray()
@@ -441,19 +459,30 @@ class RayClusterCheck:
             raw = self.wait_for_nodes(ray, expected, deadline)
             probes = {}
             if self.params["probe"]:
-                alive_ids = [
-                    n.get("NodeID") for n in raw if n.get("Alive") or str(n.get("State")).upper() == "ALIVE"
-                ]
+                alive_ids = [n.get("NodeID") for n in raw if n.get("Alive") or str(n.get("State")).upper() == "ALIVE"]
                 probes = self.run_probes(ray, affinity, list(dict.fromkeys(i for i in alive_ids if i)))
         finally:
             with contextlib.suppress(Exception):
                 ray.shutdown()
 
         report = evaluate(
-            expected, raw, probes, address=self.address, env_keys=self.env_keys, probed=self.params["probe"]
+            expected,
+            raw,
+            probes,
+            address=self.address,
+            env_keys=self.env_keys,
+            probed=self.params["probe"],
+            expected_totals=totals,
         )
         for key in ("nodes", "missing", "extra", "problems", "totals", "summary"):
             self.result[key] = report[key]
+        worker_pythons = sorted({n["python_executable"] for n in report["nodes"] if n.get("python_executable")})
+        if worker_pythons and worker_pythons != [sys.executable]:
+            self.module.warn(
+                f"Ray workers run {', '.join(worker_pythons)} but this driver runs {sys.executable}; RLinf "
+                "warns when a driver's interpreter path differs from the workers': start RLinf drivers "
+                f"with {worker_pythons[0]} (or start Ray through the same path as the drivers)."
+            )
         if not report["ok"]:
             raise CheckFailed(f"{report['summary']}:\n- " + "\n- ".join(report["problems"]))
         return self.result
@@ -472,10 +501,12 @@ def build_module():
                     name=dict(type="str", required=True),
                     rank=dict(type="int", required=True),
                     ip=dict(type="str", required=True),
+                    temp_dir=dict(type="str"),
                     resources=dict(type="dict", default={}),
                     env=dict(type="dict", default={}),
                 ),
             ),
+            expected_totals=dict(type="dict", default={}),
             timeout=dict(type="int", default=60),
             poll_interval=dict(type="float", default=1),
             probe=dict(type="bool", default=True),

@@ -187,6 +187,25 @@ def test_healthy_cluster_exits_ok(monkeypatch, module_exits, gcs):
     assert fake.shutdown_called
 
 
+def test_driver_interpreter_differing_from_workers_is_a_warning_not_a_failure(monkeypatch, module_exits, gcs):
+    from ansible.module_utils.common import warnings
+
+    fake = FakeRay([HEALTHY], PROBES)
+    with pytest.raises(ExitJson):
+        run_module(monkeypatch, fake, args(gcs))
+    assert any("/opt/rlinf/venv/bin/python" in w and sys.executable in w for w in warnings.get_warning_messages())
+
+
+def test_expected_totals_reach_the_comparison(monkeypatch, module_exits, gcs):
+    fake = FakeRay([HEALTHY], PROBES)
+    with pytest.raises(FailJson) as exc:
+        run_module(monkeypatch, fake, args(gcs, expected_totals={"GPU": 8}))
+    assert "0 GPU in total" in exc.value.args[0]["msg"]
+    with pytest.raises(FailJson) as exc:
+        run_module(monkeypatch, fake, args(gcs, expected_totals={"GPU": "x"}))
+    assert "ray_check_expected_totals" in exc.value.args[0]["msg"]
+
+
 def test_check_mode_runs_the_same_read_only_check(monkeypatch, module_exits, gcs):
     fake = FakeRay([HEALTHY], PROBES)
     with pytest.raises(ExitJson) as exc:
@@ -274,6 +293,7 @@ def test_head_not_listening_fails_fast_with_fix(monkeypatch, module_exits):
     with pytest.raises(FailJson) as exc:
         run_module(monkeypatch, fake, args(f"127.0.0.1:{port}", timeout=0))
     assert "nothing accepts connections" in exc.value.args[0]["msg"]
+    assert [n["state"] for n in exc.value.args[0]["nodes"]] == ["UNKNOWN"] * 3
     assert fake.init_kwargs is None
 
 

@@ -20,7 +20,7 @@ EXE = "/opt/rlinf/venv/bin/python"
 ADDR = "10.0.0.10:6379"
 
 
-def raw_node(ip, node_id, alive=True, port=40000, resources=None, hostname=None, head=False):
+def raw_node(ip, node_id, alive=True, port=40000, resources=None, hostname=None, head=False, temp_dir=None):
     res = {"CPU": 2.0, "memory": 1e9, "object_store_memory": 5e8, f"node:{ip}": 1.0}
     if head:
         res["node:__internal_head__"] = 1.0
@@ -33,6 +33,7 @@ def raw_node(ip, node_id, alive=True, port=40000, resources=None, hostname=None,
         "NodeManagerPort": port,
         "NodeManagerHostname": hostname or f"host-{ip}",
         "Resources": res,
+        "RayletSocketName": f"{temp_dir or '/tmp/ray'}/session_2026_1/sockets/raylet",
     }
 
 
@@ -215,7 +216,31 @@ def test_fewer_gpus_than_expected_fail_per_node_and_total():
         p.startswith("host 'w1' (rank 1") and "GPU=2" in p and "at least 4" in p and "ray_num_gpus" in p
         for p in result["problems"]
     )
-    assert any(p.startswith("cluster at 10.0.0.10:6379: Ray reports 2 GPUs") for p in result["problems"])
+    # The per-node sentence explains it; no second, cluster-level sentence for the same shortfall.
+    assert len(result["problems"]) == 1
+    assert result["totals"]["GPU"] == {"actual": 2.0, "expected": 4.0}
+
+
+def test_explicit_cluster_total_is_at_least_not_equal():
+    nodes, probes = healthy({"n1": {"GPU": 4.0}, "n2": {"GPU": 4.0}})
+    assert run(expected(), nodes, probes, expected_totals={"GPU": 6})["ok"]
+    result = run(expected(), nodes, probes, expected_totals={"GPU": "16", "CPU": 4})
+    (problem,) = result["problems"]
+    assert problem.startswith("cluster at 10.0.0.10:6379: Ray reports 8 GPU in total")
+    assert "at least 16" in problem and "ray_check_expected_totals" in problem
+    assert result["totals"]["CPU"] == {"actual": 6.0, "expected": 4.0}
+
+
+def test_custom_resource_total():
+    nodes, probes = healthy({"n1": {"robot": 1.0}})
+    result = run(expected(), nodes, probes, expected_totals={"robot": 2})
+    assert "1 robot in total" in result["problems"][0]
+
+
+def test_bad_expected_totals():
+    nodes, probes = healthy()
+    with pytest.raises(ExpectedNodesError, match="ray_check_expected_totals"):
+        run(expected(), nodes, probes, expected_totals={"GPU": "lots"})
 
 
 def test_missing_gpu_resource_counts_as_zero():
@@ -304,7 +329,6 @@ def test_state_field_without_alive_key():
             [{"name": "a", "rank": 0, "ip": "1.1.1.1"}, {"name": "b", "rank": 0, "ip": "1.1.1.2"}],
             "share rank",
         ),
-        ([{"name": "a", "rank": 0, "ip": "1.1.1.1"}, {"name": "b", "rank": 1, "ip": "1.1.1.1"}], "share ip"),
         ([{"name": "a", "rank": 0, "ip": ""}], "no IP is known"),
         ([{"name": "a", "rank": "x", "ip": "1.1.1.1"}], "not a whole number"),
         ([{"name": "a", "rank": 0, "ip": "1.1.1.1", "resources": {"GPU": "many"}}], "ray_num_gpus"),
@@ -334,3 +358,65 @@ def test_small_helpers():
     assert format_amount(2.0) == "2"
     assert format_amount(0.5) == "0.5"
     assert format_amount("x") == "x"
+
+
+def shared_machine_expected(temp_dirs=("/tmp/ray", "/tmp/ray-b")):
+    return normalize_expected(
+        [
+            {"name": "head", "rank": 0, "ip": "10.0.0.10"},
+            {"name": "a", "rank": 1, "ip": "10.0.0.11", "temp_dir": temp_dirs[0]},
+            {"name": "b", "rank": 2, "ip": "10.0.0.11", "temp_dir": temp_dirs[1]},
+        ]
+    )
+
+
+def test_two_ray_nodes_on_one_machine_are_told_apart_by_temp_dir():
+    nodes = [
+        raw_node("10.0.0.10", "n0", head=True),
+        # Listed in the "wrong" order on purpose: the socket path decides, not the order.
+        raw_node("10.0.0.11", "nb", port=40001, temp_dir="/tmp/ray-b"),
+        raw_node("10.0.0.11", "na", port=40000, temp_dir="/tmp/ray"),
+    ]
+    probes = {"n0": probe(0), "na": probe(1), "nb": probe(2)}
+    result = run(shared_machine_expected(), nodes, probes)
+    assert result["ok"], result["problems"]
+    assert [n["node_id"] for n in result["nodes"]] == ["n0", "na", "nb"]
+
+
+def test_shared_machine_without_socket_info_falls_back_to_the_probed_rank():
+    nodes = [
+        raw_node("10.0.0.10", "n0", head=True),
+        raw_node("10.0.0.11", "nb", port=40000),
+        raw_node("10.0.0.11", "na", port=40001),
+    ]
+    for node in nodes:
+        del node["RayletSocketName"]
+    probes = {"n0": probe(0), "na": probe(1), "nb": probe(2)}
+    result = run(shared_machine_expected(), nodes, probes)
+    assert result["ok"], result["problems"]
+    assert [n["node_id"] for n in result["nodes"]] == ["n0", "na", "nb"]
+
+
+def test_shared_machine_with_one_node_down_names_the_right_host():
+    nodes = [raw_node("10.0.0.10", "n0", head=True), raw_node("10.0.0.11", "nb", temp_dir="/tmp/ray-b")]
+    probes = {"n0": probe(0), "nb": probe(2)}
+    exp = shared_machine_expected()
+    assert not membership_complete(exp, nodes)
+    result = run(exp, nodes, probes)
+    assert result["missing"] == ["a"]
+    (problem,) = result["problems"]
+    assert problem.startswith("host 'a' (rank 1, 10.0.0.11): no ALIVE Ray node of its own")
+    assert "belongs to 'b'" in problem
+
+
+def test_temp_dir_prefix_is_a_directory_match():
+    nodes = [raw_node("10.0.0.10", "n0", head=True), raw_node("10.0.0.11", "n1", temp_dir="/tmp/ray2")]
+    exp = normalize_expected(
+        [
+            {"name": "head", "rank": 0, "ip": "10.0.0.10"},
+            {"name": "a", "rank": 1, "ip": "10.0.0.11", "temp_dir": "/tmp/ray"},
+        ]
+    )
+    # /tmp/ray2 is not under /tmp/ray; the node still matches by IP as the only one there.
+    result = run(exp, nodes, {"n0": probe(0), "n1": probe(1)})
+    assert result["ok"], result["problems"]

@@ -1,0 +1,87 @@
+"""Version manifest of one node, printed as JSON (run by rlinf.cluster.ray_check, read-only).
+
+Run with the node venv's Python: ``python manifest.py [EASYTIER_BASE_DIR]``.
+Reports Python, Ray, the sha256 of the venv's ``pip freeze`` and the EasyTier version when
+EasyTier is installed (``EASYTIER_BASE_DIR``, default /opt/rlinf/easytier, or
+``easytier-core`` on PATH). Never fails: what it cannot read is reported as an error string.
+"""
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+
+def run(argv, timeout=60):
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.SubprocessError) as err:
+        return None, str(err)
+    if proc.returncode != 0:
+        return None, (proc.stderr or proc.stdout).strip()[-300:] or f"exit status {proc.returncode}"
+    return proc.stdout, None
+
+
+def freeze():
+    out, err = run([sys.executable, "-m", "pip", "freeze"])
+    if out is not None:
+        return out, "pip freeze", None
+    # A venv without pip (uv): the same name==version lines from the package metadata.
+    try:
+        lines = sorted(
+            {f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()},
+            key=str.lower,
+        )
+    except Exception as meta_err:
+        return None, None, f"pip freeze failed ({err}); metadata failed ({meta_err})"
+    return "".join(line + "\n" for line in lines), "importlib.metadata", None
+
+
+def easytier(base_dir):
+    python = os.path.join(base_dir, "venv", "bin", "python")
+    if os.path.exists(python):
+        code = (
+            "import importlib.metadata as m, easytier_pyo3 as e; "
+            "print(f'{e.version()} (easytier-pyo3 {m.version(\"easytier-pyo3\")})')"
+        )
+        out, err = run([python, "-c", code])
+        return out.strip() if out else f"unknown ({err})"
+    candidates = [
+        os.path.join(base_dir, "easytier-core"),
+        os.path.join(base_dir, "bin", "easytier-core"),
+        shutil.which("easytier-core"),
+    ]
+    for binary in filter(None, candidates):
+        if os.access(binary, os.X_OK):
+            out, err = run([binary, "--version"])
+            return out.strip().splitlines()[0] if out else f"unknown ({err})"
+    if os.path.isdir(base_dir):
+        return "present, version unknown"
+    return None
+
+
+def main():
+    base_dir = sys.argv[1] if len(sys.argv) > 1 else "/opt/rlinf/easytier"
+    manifest = {
+        "python": sys.version.split()[0],
+        "python_executable": sys.executable,
+    }
+    try:
+        manifest["ray"] = importlib.metadata.version("ray")
+    except importlib.metadata.PackageNotFoundError:
+        manifest["ray"] = None
+    text, source, err = freeze()
+    manifest["pip_freeze_sha256"] = hashlib.sha256(text.encode()).hexdigest() if text is not None else None
+    manifest["pip_freeze_source"] = source
+    manifest["packages"] = len(text.splitlines()) if text is not None else None
+    if err:
+        manifest["error"] = err
+    manifest["easytier"] = easytier(base_dir)
+    print(json.dumps(manifest, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
