@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs every molecule scenario. Each scenario's podman network is created here, before
+# molecule (its driver's `network:` key deletes and recreates networks), and removed after.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export ANSIBLE_CONFIG="$PWD/ansible.cfg"
+scenarios=${SCENARIOS:-$(cd molecule && ls -d */ | tr -d / | tr '\n' ' ')}
+
+declare -A subnets=([default]=10.89.78.0/24)
+
+status=0
+for scenario in $scenarios; do
+  net="rlinf-mol-$scenario"
+  if [[ -n "${subnets[$scenario]:-}" ]]; then
+    podman network exists "$net" || podman network create --subnet "${subnets[$scenario]}" "$net" >/dev/null
+  fi
+  echo "== molecule test -s $scenario"
+  molecule test -s "$scenario" || status=1
+  if [[ -n "${subnets[$scenario]:-}" ]]; then
+    podman network rm -f "$net" >/dev/null 2>&1 || true
+  fi
+done
+exit $status

@@ -1,0 +1,109 @@
+"""Helpers for tests that drive the real playbooks against the podman lab.
+
+The lab is made by `make lab-up` (lab/lab.py); these tests fail, never skip, when it is
+missing, so a run without hosts cannot pass by accident.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import ansible_runner
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB_INVENTORY = ROOT / "inventories" / "lab"
+LAB_KEY = ROOT / ".lab" / "id_ed25519"
+# ansible-runner finds ansible-playbook on PATH: use the one beside the interpreter running
+# the tests (the controller venv), however pytest was started.
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
+
+
+def lab_hosts() -> dict[str, str]:
+    """Inventory name -> address of the lab hosts, in inventory (rank) order."""
+    hosts_file = LAB_INVENTORY / "hosts.yml"
+    if not hosts_file.exists():
+        pytest.fail("the lab is not up: run `make lab-up` first (inventories/lab/hosts.yml is missing)")
+    data = yaml.safe_load(hosts_file.read_text())
+    groups = data["all"]["children"]["rlinf_cluster"]["children"]
+    ordered = {}
+    for group in ("ray_head", "ray_workers"):
+        for name, hostvars in (groups[group].get("hosts") or {}).items():
+            ordered[name] = hostvars["ansible_host"]
+    return ordered
+
+
+def ssh(address: str, command: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        ["ssh", "-i", str(LAB_KEY), *SSH_OPTS, f"root@{address}", command],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"ssh {address} {command!r} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+class PlaybookRun:
+    def __init__(self, runner: ansible_runner.Runner):
+        self.rc = runner.rc
+        self.stats = runner.stats or {}
+        self.stdout = runner.stdout.read()
+
+    def changed(self) -> dict[str, int]:
+        return dict(self.stats.get("changed", {}))
+
+    def touched_hosts(self) -> set[str]:
+        hosts: set[str] = set()
+        for key in ("ok", "changed", "failures", "dark"):
+            hosts.update(self.stats.get(key, {}))
+        return hosts
+
+
+def run_playbook(playbook: str, tmp_path: Path, inventory: Path = LAB_INVENTORY, **kwargs) -> PlaybookRun:
+    """Run a playbook of the repository with ansible-runner, as `ansible-playbook` from the root would."""
+    private_data_dir = tmp_path / f"runner-{time.monotonic_ns()}"
+    private_data_dir.mkdir()
+    runner = ansible_runner.run(
+        private_data_dir=str(private_data_dir),
+        project_dir=str(ROOT),
+        playbook=str(ROOT / playbook),
+        inventory=str(inventory),
+        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+        quiet=True,
+        **kwargs,
+    )
+    return PlaybookRun(runner)
+
+
+def probe_cluster(head_address: str, port: int = 6379) -> dict[str, dict]:
+    """ALIVE nodes by IP, with node ID and the RLINF_* env a pinned Ray task reads there."""
+    script = (Path(__file__).parent / "probe_cluster.py").read_text()
+    proc = ssh(head_address, f"/opt/rlinf/venv/bin/python - {head_address}:{port}", stdin=script)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def wait_for_alive(head_address: str, count: int, timeout: float = 90) -> dict[str, dict]:
+    deadline = time.monotonic() + timeout
+    nodes: dict[str, dict] = {}
+    while time.monotonic() < deadline:
+        nodes = probe_cluster(head_address)
+        if len(nodes) == count:
+            return nodes
+        time.sleep(2)
+    raise AssertionError(f"expected {count} ALIVE nodes within {timeout}s, saw {sorted(nodes)}")
+
+
+def ray_processes(address: str) -> list[str]:
+    # The [x] brackets keep the grep and the ssh shell from matching themselves.
+    proc = ssh(address, "ps -eo pid,args | grep -E '[r]aylet|[g]cs_server|[r]ay start|[d]efault_worker' || true")
+    return [line for line in proc.stdout.splitlines() if line.strip()]

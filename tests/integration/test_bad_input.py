@@ -1,0 +1,66 @@
+"""site.yml refuses bad input with a message naming what to fix, before touching hosts."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from conftest import LAB_INVENTORY, lab_hosts, run_playbook
+
+pytestmark = pytest.mark.lab
+
+
+def write_inventory(tmp_path, mutate):
+    data = yaml.safe_load((LAB_INVENTORY / "hosts.yml").read_text())
+    mutate(data["all"]["children"]["rlinf_cluster"]["children"])
+    inventory = tmp_path / "inventory"
+    (inventory / "group_vars").mkdir(parents=True)
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(data))
+    (inventory / "group_vars" / "all.yml").write_text((LAB_INVENTORY / "group_vars" / "all.yml").read_text())
+    return inventory
+
+
+def test_old_ray_is_refused_before_any_host_is_touched(tmp_path):
+    lab_hosts()
+    run = run_playbook("site.yml", tmp_path, extravars={"rlinf_ray_version": "2.46.0"})
+    assert run.rc != 0
+    assert "rlinf_ray_version" in run.stdout and "2.47" in run.stdout
+    assert run.touched_hosts() <= {"localhost"}
+
+
+def test_two_heads_are_refused_before_any_host_is_touched(tmp_path):
+    def two_heads(groups):
+        name, hostvars = next(iter(groups["ray_workers"]["hosts"].items()))
+        groups["ray_head"]["hosts"][name] = hostvars
+        del groups["ray_workers"]["hosts"][name]
+
+    run = run_playbook("site.yml", tmp_path, inventory=write_inventory(tmp_path, two_heads))
+    assert run.rc != 0
+    assert "ray_head" in run.stdout and "exactly one" in run.stdout
+    assert run.touched_hosts() <= {"localhost"}
+
+
+def test_missing_head_is_refused(tmp_path):
+    def no_head(groups):
+        groups["ray_head"]["hosts"] = {}
+
+    run = run_playbook("site.yml", tmp_path, inventory=write_inventory(tmp_path, no_head))
+    assert run.rc != 0
+    assert "ray_head" in run.stdout
+    assert run.touched_hosts() <= {"localhost"}
+
+
+def test_unreachable_host_is_named_and_nothing_is_started(tmp_path):
+    # 10.89.77.250 is inside the lab's own network and nothing answers there.
+    def ghost_worker(groups):
+        groups["ray_workers"]["hosts"]["ghost-worker"] = {"ansible_host": "10.89.77.250"}
+
+    run = run_playbook(
+        "site.yml",
+        tmp_path,
+        inventory=write_inventory(tmp_path, ghost_worker),
+        extravars={"ansible_ssh_timeout": 3},
+    )
+    assert run.rc != 0
+    assert "ghost-worker" in run.stdout and "UNREACHABLE" in run.stdout
+    assert "ghost-worker" in run.stats.get("dark", {})
+    assert run.changed() == {}, f"hosts were changed although one node was unreachable: {run.changed()}"

@@ -1,0 +1,95 @@
+"""site.yml, a no-op re-run, an env change, teardown, rebuild and purge on the real lab.
+
+The tests run in file order and share the lab: each one leaves the cluster up for the next.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import lab_hosts, probe_cluster, ray_processes, run_playbook, ssh, wait_for_alive
+
+pytestmark = pytest.mark.lab
+
+INSTALLED = "/opt/rlinf/venv /etc/rlinf/rlinf.env /etc/systemd/system/rlinf-ray.service"
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    return lab_hosts()
+
+
+@pytest.fixture(scope="module")
+def head(hosts):
+    return next(iter(hosts.values()))
+
+
+def assert_ranks_follow_inventory(nodes, hosts):
+    ranks = {ip: node["env"].get("RLINF_NODE_RANK") for ip, node in nodes.items()}
+    assert ranks == {ip: str(rank) for rank, ip in enumerate(hosts.values())}
+
+
+def test_site_brings_up_every_node_with_its_inventory_rank(tmp_path, hosts, head):
+    run = run_playbook("site.yml", tmp_path)
+    assert run.rc == 0, run.stdout[-3000:]
+    nodes = wait_for_alive(head, len(hosts))
+    assert_ranks_follow_inventory(nodes, hosts)
+    assert "rank" in run.stdout and all(name in run.stdout for name in hosts)
+
+
+def test_second_run_changes_nothing_and_restarts_nothing(tmp_path, hosts, head):
+    before = {ip: n["node_id"] for ip, n in wait_for_alive(head, len(hosts)).items()}
+    run = run_playbook("site.yml", tmp_path)
+    assert run.rc == 0, run.stdout[-3000:]
+    assert run.changed() == {}, f"a re-run on a healthy cluster changed: {run.changed()}"
+    after = {ip: n["node_id"] for ip, n in probe_cluster(head).items()}
+    assert after == before
+
+
+def test_env_change_restarts_ray_and_reaches_the_workers(tmp_path, hosts, head):
+    run = run_playbook("site.yml", tmp_path, extravars={"rlinf_env_vars": {"RLINF_LOG_LEVEL": "DEBUG"}})
+    assert run.rc == 0, run.stdout[-3000:]
+    nodes = wait_for_alive(head, len(hosts))
+    assert {n["env"].get("RLINF_LOG_LEVEL") for n in nodes.values()} == {"DEBUG"}
+    assert_ranks_follow_inventory(nodes, hosts)
+
+    run = run_playbook("site.yml", tmp_path)
+    assert run.rc == 0, run.stdout[-3000:]
+    nodes = wait_for_alive(head, len(hosts))
+    assert all("RLINF_LOG_LEVEL" not in n["env"] for n in nodes.values())
+
+
+def test_teardown_stops_ray_everywhere_and_keeps_files(tmp_path, hosts):
+    run = run_playbook("teardown.yml", tmp_path)
+    assert run.rc == 0, run.stdout[-3000:]
+    for name, address in hosts.items():
+        assert ray_processes(address) == [], f"Ray still runs on {name}"
+        kept = ssh(address, "test -x /opt/rlinf/venv/bin/ray && test -f /etc/rlinf/rlinf.env", check=False)
+        assert kept.returncode == 0, f"plain teardown removed files on {name}"
+
+
+def test_rebuild_restores_the_cluster(tmp_path, hosts, head):
+    run = run_playbook("rebuild.yml", tmp_path)
+    assert run.rc == 0, run.stdout[-3000:]
+    assert_ranks_follow_inventory(wait_for_alive(head, len(hosts)), hosts)
+
+
+def test_purge_removes_what_we_installed_and_keeps_user_data(tmp_path, hosts, head):
+    worker = list(hosts.values())[1]
+    ssh(worker, "mkdir -p /opt/rlinf/checkpoints && echo step-100 > /opt/rlinf/checkpoints/ckpt.txt")
+    refused = run_playbook("teardown.yml", tmp_path, extravars={"teardown_purge": True})
+    assert refused.rc != 0, "purge without confirmation must not run non-interactively"
+    assert ssh(worker, "test -x /opt/rlinf/venv/bin/ray", check=False).returncode == 0
+
+    run = run_playbook("teardown.yml", tmp_path, extravars={"teardown_purge": True, "teardown_confirm": "yes"})
+    assert run.rc == 0, run.stdout[-3000:]
+    for name, address in hosts.items():
+        assert ray_processes(address) == [], f"Ray still runs on {name}"
+        gone = ssh(address, f"ls {INSTALLED}", check=False)
+        assert gone.returncode != 0 and gone.stdout == "", f"purge left files on {name}: {gone.stdout}"
+    assert ssh(worker, "cat /opt/rlinf/checkpoints/ckpt.txt").stdout.strip() == "step-100"
+    ssh(worker, "rm -rf /opt/rlinf/checkpoints")
+
+    # Deploy again on top of the purge (ceph-ansible's purge test).
+    run = run_playbook("site.yml", tmp_path)
+    assert run.rc == 0, run.stdout[-3000:]
+    assert_ranks_follow_inventory(wait_for_alive(head, len(hosts)), hosts)
