@@ -238,10 +238,13 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state im
     DEFAULT_ENV_KEYS,
     ExpectedNodesError,
     evaluate,
-    membership_complete,
+    match_nodes,
     normalize_expected,
     normalize_totals,
 )
+
+# Seconds to wait for an extra ALIVE node to vanish once every expected node is ALIVE.
+EXTRA_GRACE = 20
 
 
 class RayImportError(Exception):
@@ -371,9 +374,23 @@ class RayClusterCheck:
             self.sleep(self.poll_interval)
 
     def wait_for_nodes(self, ray, expected, deadline):
+        """Poll until every expected node is ALIVE and no extra one is, or the deadline.
+
+        An extra ALIVE node once all expected ones are there may be a restarted raylet's old
+        entry that the GCS has not marked DEAD yet: wait up to EXTRA_GRACE s for it to go.
+        """
+        complete_since = None
         while True:
             raw = ray.nodes()
-            if membership_complete(expected, raw) or self.clock() >= deadline:
+            now = self.clock()
+            membership = match_nodes(expected, raw)
+            if not membership["missing"]:
+                complete_since = now if complete_since is None else complete_since
+                if not membership["extra"] or now - complete_since >= EXTRA_GRACE:
+                    return raw
+            else:
+                complete_since = None
+            if now >= deadline:
                 return raw
             self.sleep(self.poll_interval)
 

@@ -221,6 +221,26 @@ def test_polls_until_the_expected_nodes_are_alive(monkeypatch, module_exits, gcs
     assert fake.nodes_calls == 3
 
 
+def test_a_transient_extra_node_is_waited_out(monkeypatch, module_exits, gcs):
+    stale = raw_node("10.0.0.11", "old1")
+    stale["NodeManagerPort"] = 39999  # the restarted raylet's old entry, not DEAD yet
+    fake = FakeRay([[*HEALTHY, stale], [*HEALTHY, stale], HEALTHY], PROBES)
+    with pytest.raises(ExitJson) as exc:
+        run_module(monkeypatch, fake, args(gcs))
+    assert fake.nodes_calls == 3
+    assert exc.value.args[0]["extra"] == []
+
+
+def test_a_lasting_extra_node_fails_after_the_grace(monkeypatch, module_exits, gcs):
+    monkeypatch.setattr(mod, "EXTRA_GRACE", 0.1)
+    stray = raw_node("10.0.0.99", "n9")
+    fake = FakeRay([[*HEALTHY, stray]], dict(PROBES, n9=probe(3)))
+    with pytest.raises(FailJson) as exc:
+        run_module(monkeypatch, fake, args(gcs, timeout=30))
+    assert [e["ip"] for e in exc.value.args[0]["extra"]] == ["10.0.0.99"]
+    assert 2 <= fake.nodes_calls <= 10
+
+
 def test_missing_node_fails_after_timeout_with_every_problem(monkeypatch, module_exits, gcs):
     probes = dict(PROBES, n1=probe(5))
     fake = FakeRay([HEALTHY[:2]], probes)
