@@ -20,9 +20,11 @@ help:
 	@echo "make lab-down   remove the lab (containers, network, key, generated inventory)"
 	@echo "make unit       fast tests, no hosts needed"
 
-$(BIN)/.installed: requirements/controller.txt
+$(BIN)/.installed: requirements/controller.txt requirements/test.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements/controller.txt
+	# rlinf is read (not imported) by the differential test; its deps (torch, ray) are not needed.
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps -r requirements/test.txt
 	touch $@
 
 venv: $(BIN)/.installed

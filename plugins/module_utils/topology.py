@@ -15,8 +15,9 @@ Inventory contract read here (every name is documented in docs/validation.md):
 - ``rlinf_gpus_per_node`` (int >= 0) and ``rlinf_cuda_visible_devices`` (GPU ids, a
   list or a comma-separated string) describe the accelerators of one Ray node.
 - Several hosts with the same ``ansible_host`` are several Ray nodes on one machine;
-  they need distinct ``ray_port`` (default 6379) and ``ray_temp_dir`` (default
-  ``/tmp/ray``) and disjoint ``rlinf_cuda_visible_devices``.
+  they need distinct ``ray_port`` (default 6379), ``ray_temp_dir`` (default
+  ``/tmp/ray``), ``rlinf_env_file`` and ``ray_node_unit_name`` (one systemd unit and one
+  env file, with its own rank, per Ray node) and disjoint ``rlinf_cuda_visible_devices``.
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ GPUS_VAR = "rlinf_gpus_per_node"
 CUDA_VAR = "rlinf_cuda_visible_devices"
 PORT_VAR = "ray_port"
 TEMP_DIR_VAR = "ray_temp_dir"
+ENV_FILE_VAR = "rlinf_env_file"
+UNIT_VAR = "ray_node_unit_name"
 DEFAULT_RAY_PORT = 6379
 DEFAULT_RAY_TEMP_DIR = "/tmp/ray"
+DEFAULT_ENV_FILE = "/etc/rlinf/rlinf.env"
+DEFAULT_UNIT = "rlinf-ray"
 # Labels RLinf reserves for its built-in groups (case-sensitive: "Node" is allowed).
 RESERVED_LABELS = ("cluster", "node")
 # Inventory groups that can never be node groups.
@@ -242,7 +247,12 @@ def _shared_machine_problems(nodes: list[dict]) -> list[str]:
         if len(members) < 2:
             continue
         names = ", ".join(n["name"] for n in members)
-        for key, var in ((PORT_VAR, PORT_VAR), ("temp_dir", TEMP_DIR_VAR)):
+        for key, var in (
+            (PORT_VAR, PORT_VAR),
+            ("temp_dir", TEMP_DIR_VAR),
+            ("env_file", ENV_FILE_VAR),
+            ("unit_name", UNIT_VAR),
+        ):
             seen: dict = {}
             for node in members:
                 if node[key] is None:
@@ -364,7 +374,10 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
                 "gpus": gpus,
                 "cuda_visible_devices": devices,
                 "ray_port": _port(name, hostvars, problems),
-                "temp_dir": str(_get(hostvars, name, TEMP_DIR_VAR, problems, DEFAULT_RAY_TEMP_DIR)),
+                # An empty value means the default, as in the roles.
+                "temp_dir": str(_get(hostvars, name, TEMP_DIR_VAR, problems, "") or DEFAULT_RAY_TEMP_DIR),
+                "env_file": str(_get(hostvars, name, ENV_FILE_VAR, problems, "") or DEFAULT_ENV_FILE),
+                "unit_name": str(_get(hostvars, name, UNIT_VAR, problems, "") or DEFAULT_UNIT),
                 "explicit_rank": explicit is not None,
             }
         )

@@ -23,6 +23,7 @@ LAB_KEY = ROOT / ".lab" / "id_ed25519"
 # ansible-runner finds ansible-playbook on PATH: use the one beside the interpreter running
 # the tests (the controller venv), however pytest was started.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+PLAYBOOK_TIMEOUT = 900
 SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
 
 
@@ -62,12 +63,6 @@ class PlaybookRun:
     def changed(self) -> dict[str, int]:
         return dict(self.stats.get("changed", {}))
 
-    def touched_hosts(self) -> set[str]:
-        hosts: set[str] = set()
-        for key in ("ok", "changed", "failures", "dark"):
-            hosts.update(self.stats.get(key, {}))
-        return hosts
-
 
 def run_playbook(playbook: str, tmp_path: Path, inventory: Path = LAB_INVENTORY, **kwargs) -> PlaybookRun:
     """Run a playbook of the repository with ansible-runner, as `ansible-playbook` from the root would."""
@@ -80,6 +75,8 @@ def run_playbook(playbook: str, tmp_path: Path, inventory: Path = LAB_INVENTORY,
         inventory=str(inventory),
         envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
         quiet=True,
+        # No run may hang a test session (a prompt nobody answers, a host that never replies).
+        timeout=PLAYBOOK_TIMEOUT,
         **kwargs,
     )
     return PlaybookRun(runner)

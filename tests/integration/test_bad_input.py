@@ -8,6 +8,15 @@ from conftest import LAB_INVENTORY, lab_hosts, run_playbook
 
 pytestmark = pytest.mark.lab
 
+FIRST_PLAY_ON_NODES = "PLAY [Check every node before anything is installed or started]"
+
+
+def assert_stopped_at_validation(run):
+    assert run.rc != 0
+    assert FIRST_PLAY_ON_NODES not in run.stdout, "site.yml went past validation"
+    assert run.changed() == {}
+    assert run.stats.get("dark", {}) == {}, "validation must not connect to any node"
+
 
 def write_inventory(tmp_path, mutate):
     data = yaml.safe_load((LAB_INVENTORY / "hosts.yml").read_text())
@@ -22,9 +31,8 @@ def write_inventory(tmp_path, mutate):
 def test_old_ray_is_refused_before_any_host_is_touched(tmp_path):
     lab_hosts()
     run = run_playbook("site.yml", tmp_path, extravars={"rlinf_ray_version": "2.46.0"})
-    assert run.rc != 0
+    assert_stopped_at_validation(run)
     assert "rlinf_ray_version" in run.stdout and "2.47" in run.stdout
-    assert run.touched_hosts() <= {"localhost"}
 
 
 def test_two_heads_are_refused_before_any_host_is_touched(tmp_path):
@@ -34,9 +42,8 @@ def test_two_heads_are_refused_before_any_host_is_touched(tmp_path):
         del groups["ray_workers"]["hosts"][name]
 
     run = run_playbook("site.yml", tmp_path, inventory=write_inventory(tmp_path, two_heads))
-    assert run.rc != 0
+    assert_stopped_at_validation(run)
     assert "ray_head" in run.stdout and "exactly one" in run.stdout
-    assert run.touched_hosts() <= {"localhost"}
 
 
 def test_missing_head_is_refused(tmp_path):
@@ -44,9 +51,8 @@ def test_missing_head_is_refused(tmp_path):
         groups["ray_head"]["hosts"] = {}
 
     run = run_playbook("site.yml", tmp_path, inventory=write_inventory(tmp_path, no_head))
-    assert run.rc != 0
+    assert_stopped_at_validation(run)
     assert "ray_head" in run.stdout
-    assert run.touched_hosts() <= {"localhost"}
 
 
 def test_unreachable_host_is_named_and_nothing_is_started(tmp_path):

@@ -76,8 +76,12 @@ def test_rebuild_restores_the_cluster(tmp_path, hosts, head):
 def test_purge_removes_what_we_installed_and_keeps_user_data(tmp_path, hosts, head):
     worker = list(hosts.values())[1]
     ssh(worker, "mkdir -p /opt/rlinf/checkpoints && echo step-100 > /opt/rlinf/checkpoints/ckpt.txt")
-    refused = run_playbook("teardown.yml", tmp_path, extravars={"teardown_purge": True})
-    assert refused.rc != 0, "purge without confirmation must not run non-interactively"
+    # ansible-runner answers the typed confirmation (a pty, as for a person) with "no".
+    refused = run_playbook(
+        "teardown.yml", tmp_path, extravars={"teardown_purge": True}, passwords={r"Type 'yes' to go on": "no"}
+    )
+    assert refused.rc != 0, "purge went on without a typed 'yes'"
+    assert "Purge not confirmed" in refused.stdout
     assert ssh(worker, "test -x /opt/rlinf/venv/bin/ray", check=False).returncode == 0
 
     run = run_playbook("teardown.yml", tmp_path, extravars={"teardown_purge": True, "teardown_confirm": "yes"})

@@ -6,8 +6,8 @@ package, found without importing it, or the wheel named by ``RLINF_WHEEL``), tak
 ``parse_rank_config`` (rlinf/scheduler/cluster/utils.py) and
 ``ComponentPlacement._parse_rank_map`` / ``_rank_map_to_process_resources_map``
 (rlinf/scheduler/placement/placement.py) out of it with ``ast``, and runs them unchanged.
-Install: ``pip install --no-deps -r requirements/test.txt``. Without the wheel the test
-is skipped; the hand-written expectations in corpus/ still run in test_rlinf_config.py.
+Install: ``pip install --no-deps -r requirements/test.txt`` (``make venv`` does). Without
+the wheel the test fails: a differential test that did not run must not pass.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _extract(source: str, path: str, names: list[str], namespace: dict):
 def rlinf():
     sources = _read_sources()
     if sources is None:
-        pytest.skip("rlinf 0.3.0 is not installed (pip install --no-deps -r requirements/test.txt)")
+        pytest.fail("rlinf 0.3.0 is not installed: pip install --no-deps -r requirements/test.txt")
     namespace: dict = {"Optional": Optional}
     (ref_parse,) = _extract(sources[UTILS], UTILS, ["parse_rank_config"], namespace)
     ref_map, ref_proc = _extract(

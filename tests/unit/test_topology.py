@@ -93,12 +93,16 @@ def test_shared_machine_with_disjoint_settings_is_valid():
             "ansible_host": "10.0.0.2",
             "ray_port": 6380,
             "ray_temp_dir": "/tmp/ray-a",
+            "rlinf_env_file": "/etc/rlinf/a.env",
+            "ray_node_unit_name": "rlinf-ray-a",
             "rlinf_cuda_visible_devices": "0,1,2,3",
         },
         "b": {
             "ansible_host": "10.0.0.2",
             "ray_port": 6381,
             "ray_temp_dir": "/tmp/ray-b",
+            "rlinf_env_file": "/etc/rlinf/b.env",
+            "ray_node_unit_name": "rlinf-ray-b",
             "rlinf_cuda_visible_devices": [4, 5, 6, 7],
         },
     }
@@ -111,9 +115,28 @@ def test_shared_machine_cpu_only_nodes_need_no_gpu_lists():
     groups = {"ray_head": ["h"], "ray_workers": ["a"]}
     hostvars = {
         "h": {"ansible_host": "m", "rlinf_gpus_per_node": 0},
-        "a": {"ansible_host": "m", "rlinf_gpus_per_node": 0, "ray_port": 6380, "ray_temp_dir": "/tmp/r"},
+        "a": {
+            "ansible_host": "m",
+            "rlinf_gpus_per_node": 0,
+            "ray_port": 6380,
+            "ray_temp_dir": "/tmp/r",
+            "rlinf_env_file": "/etc/rlinf/a.env",
+            "ray_node_unit_name": "rlinf-ray-a",
+        },
     }
     assert topology_problems(groups, hostvars) == []
+
+
+def test_shared_machine_needs_one_env_file_and_one_unit_per_node():
+    # One env file would hold one rank for two Ray nodes; one unit would run only one of them.
+    groups = {"ray_head": ["h"], "ray_workers": ["a"]}
+    hostvars = {
+        "h": {"ansible_host": "m", "rlinf_gpus_per_node": 0},
+        "a": {"ansible_host": "m", "rlinf_gpus_per_node": 0, "ray_port": 6380, "ray_temp_dir": "/tmp/r"},
+    }
+    problems = "\n".join(topology_problems(groups, hostvars))
+    assert "same rlinf_env_file='/etc/rlinf/rlinf.env'" in problems
+    assert "same ray_node_unit_name='rlinf-ray'" in problems
 
 
 def test_limit_does_not_matter_because_groups_is_the_whole_inventory():
