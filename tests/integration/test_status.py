@@ -71,7 +71,7 @@ def run_status(tmp_path: Path, inventory: Path = LAB_INVENTORY, **extravars):
 
 def write_inventory(tmp_path: Path, inventory: dict, name: str) -> Path:
     path = tmp_path / f"{name}.yml"
-    path.write_text(yaml.safe_dump(inventory))
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))  # keep inventory (rank) order
     return path
 
 
@@ -150,8 +150,8 @@ def _drop_last_worker(inventory):
 
 
 def _ghost_worker(inventory):
-    # A second Ray node declared on a worker's machine (its own ray_port and ray_temp_dir, as
-    # the topology requires) that nobody started: SSH goes only to real lab hosts.
+    # A second Ray node declared on a worker's machine (its own port, temp dir, env file and
+    # unit, as the topology requires) that nobody started: SSH goes only to real lab hosts.
     workers = groups_of(inventory)["ray_workers"]["hosts"]
     rank = len(workers) + 1
     first = next(iter(workers))
@@ -160,6 +160,8 @@ def _ghost_worker(inventory):
         "ansible_host": workers[first]["ansible_host"],
         "ray_port": 6390,
         "ray_temp_dir": "/tmp/ray-ghost",
+        "rlinf_env_file": "/etc/rlinf/rlinf-ghost.env",
+        "ray_node_unit_name": "rlinf-ray-ghost",
         "rlinf_gpus_per_node": 0,
     }
     return [("rlinf-lab-ghost", rank, "no ALIVE Ray node of its own"), ("rlinf-lab-ghost", rank, f"'{first}'")]
