@@ -8,6 +8,11 @@ writes ``inventories/lab/hosts.yml``; bringing up Ray on them is site.yml's job.
     lab.py down             remove every lab container, the network, the key, the inventory
     lab.py status           list lab containers
 
+Several labs can run side by side: LAB_NAME (default rlinf-lab) names the containers and
+the network, LAB_SUBNET gives each its own addresses. The default lab's inventory is
+inventories/lab/hosts.yml; another lab's is .lab/<LAB_NAME>/inventory/ (sharing
+inventories/lab/group_vars).
+
 Stdlib only, so it runs before the controller venv exists.
 """
 
@@ -24,11 +29,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STATE_DIR = ROOT / ".lab"
-KEY = STATE_DIR / "id_ed25519"
-INVENTORY = ROOT / "inventories" / "lab" / "hosts.yml"
-
 LAB = os.environ.get("LAB_NAME", "rlinf-lab")
+DEFAULT_LAB = LAB == "rlinf-lab"
+STATE_DIR = ROOT / ".lab" if DEFAULT_LAB else ROOT / ".lab" / LAB
+KEY = STATE_DIR / "id_ed25519"
+LAB_GROUP_VARS = ROOT / "inventories" / "lab" / "group_vars"
+INVENTORY = (ROOT / "inventories" / "lab" if DEFAULT_LAB else STATE_DIR / "inventory") / "hosts.yml"
+
 IMAGE = os.environ.get("LAB_IMAGE", "localhost/rlinf-lab:bookworm")
 SUBNET = ipaddress.ip_network(os.environ.get("LAB_SUBNET", "10.89.77.0/24"))
 FIRST_HOST_OFFSET = 10
@@ -61,7 +68,7 @@ def lab_containers() -> list[dict]:
 
 
 def ensure_key() -> None:
-    STATE_DIR.mkdir(mode=0o700, exist_ok=True)
+    STATE_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not KEY.exists():
         subprocess.run(
             ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{LAB}-key", "-f", str(KEY)],
@@ -160,6 +167,11 @@ def write_inventory(count: int) -> None:
     for index, name in enumerate(names[1:], start=1):
         lines += [f"            {name}:", f"              ansible_host: {host_ip(index)}"]
     text = "\n".join(lines) + "\n"
+    if not DEFAULT_LAB:
+        INVENTORY.parent.mkdir(parents=True, exist_ok=True)
+        group_vars = INVENTORY.parent / "group_vars"
+        if not group_vars.is_symlink():
+            group_vars.symlink_to(LAB_GROUP_VARS)
     if not INVENTORY.exists() or INVENTORY.read_text() != text:
         INVENTORY.write_text(text)
         log(f"wrote {INVENTORY.relative_to(ROOT)}")
@@ -196,7 +208,12 @@ def down() -> None:
         log(f"removed network {LAB}")
     for path in (INVENTORY, KEY, KEY.with_suffix(".pub")):
         path.unlink(missing_ok=True)
-    if STATE_DIR.exists() and not any(STATE_DIR.iterdir()):
+    if not DEFAULT_LAB:
+        (INVENTORY.parent / "group_vars").unlink(missing_ok=True)
+        for empty in (INVENTORY.parent, STATE_DIR):
+            if empty.exists() and not any(empty.iterdir()):
+                empty.rmdir()
+    elif STATE_DIR.exists() and not any(STATE_DIR.iterdir()):
         STATE_DIR.rmdir()
 
 

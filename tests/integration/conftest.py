@@ -18,8 +18,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-LAB_INVENTORY = ROOT / "inventories" / "lab"
-LAB_KEY = ROOT / ".lab" / "id_ed25519"
+# Another lab made with `LAB_NAME=... lab/lab.py up` is tested by pointing this at its
+# inventory directory (.lab/<name>/inventory).
+LAB_INVENTORY = Path(os.environ.get("RLINF_LAB_INVENTORY", ROOT / "inventories" / "lab")).resolve()
 # ansible-runner finds ansible-playbook on PATH: use the one beside the interpreter running
 # the tests (the controller venv), however pytest was started.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -27,12 +28,20 @@ PLAYBOOK_TIMEOUT = 900
 SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
 
 
-def lab_hosts() -> dict[str, str]:
-    """Inventory name -> address of the lab hosts, in inventory (rank) order."""
+def lab_inventory() -> dict:
     hosts_file = LAB_INVENTORY / "hosts.yml"
     if not hosts_file.exists():
-        pytest.fail("the lab is not up: run `make lab-up` first (inventories/lab/hosts.yml is missing)")
-    data = yaml.safe_load(hosts_file.read_text())
+        pytest.fail(f"the lab is not up: run `make lab-up` first ({hosts_file} is missing)")
+    return yaml.safe_load(hosts_file.read_text())
+
+
+def lab_key() -> str:
+    return lab_inventory()["all"]["vars"]["ansible_ssh_private_key_file"]
+
+
+def lab_hosts() -> dict[str, str]:
+    """Inventory name -> address of the lab hosts, in inventory (rank) order."""
+    data = lab_inventory()
     groups = data["all"]["children"]["rlinf_cluster"]["children"]
     ordered = {}
     for group in ("ray_head", "ray_workers"):
@@ -43,7 +52,7 @@ def lab_hosts() -> dict[str, str]:
 
 def ssh(address: str, command: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        ["ssh", "-i", str(LAB_KEY), *SSH_OPTS, f"root@{address}", command],
+        ["ssh", "-i", lab_key(), *SSH_OPTS, f"root@{address}", command],
         input=stdin,
         capture_output=True,
         text=True,

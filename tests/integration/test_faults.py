@@ -1,0 +1,76 @@
+"""Faults made behind Ansible's back on the lab: status names them, site.yml repairs them.
+
+Runs after test_lifecycle.py (file order) on a healthy lab and leaves it healthy.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from conftest import lab_hosts, probe_cluster, run_playbook, ssh, wait_for_alive
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    return lab_hosts()
+
+
+def run_status(tmp_path, **extravars):
+    report = tmp_path / f"report-{time.monotonic_ns()}.json"
+    run = run_playbook("status.yml", tmp_path, extravars={"cluster_report_path": str(report), **extravars})
+    return run, json.loads(report.read_text())
+
+
+def repaired_by_site(tmp_path, hosts):
+    run = run_playbook("site.yml", tmp_path)
+    assert run.rc == 0, run.stdout[-3000:]
+    status, report = run_status(tmp_path)
+    assert status.rc == 0 and report["ok"], report["problems"]
+    assert [n["state"] for n in report["nodes"]] == ["ALIVE"] * len(hosts)
+
+
+def test_stopped_worker_is_named_with_its_rank_and_site_brings_it_back(tmp_path, hosts):
+    name, address = list(hosts.items())[2]
+    ssh(address, "systemctl stop rlinf-ray")
+    status, report = run_status(tmp_path, ray_check_timeout=10)
+    assert status.rc != 0
+    problems = "\n".join(report["problems"])
+    assert name in problems and "rank 2" in problems, problems
+    assert name in status.stdout
+    repaired_by_site(tmp_path, hosts)
+
+
+def test_killed_raylet_is_restarted_by_systemd_without_ansible(tmp_path, hosts):
+    head = next(iter(hosts.values()))
+    name, address = list(hosts.items())[1]
+    before = probe_cluster(head)[address]["node_id"]
+    # Inside the worker's own PID namespace: only that node's raylet.
+    ssh(address, "kill -9 $(pgrep -x raylet)")
+    deadline = time.monotonic() + 120
+    nodes = {}
+    while time.monotonic() < deadline:
+        nodes = probe_cluster(head)
+        if address in nodes and nodes[address]["node_id"] != before and len(nodes) == len(hosts):
+            break
+        time.sleep(3)
+    assert nodes.get(address, {}).get("node_id") not in (None, before), f"{name} did not come back: {nodes}"
+    status, report = run_status(tmp_path)
+    assert status.rc == 0, report["problems"]
+
+
+def test_rank_changed_behind_ansibles_back_is_reported_and_repaired(tmp_path, hosts):
+    name, address = list(hosts.items())[1]
+    edit = "sed -i \"s/^RLINF_NODE_RANK=.*/RLINF_NODE_RANK='7'/\" /etc/rlinf/rlinf.env"
+    ssh(address, f"{edit} && systemctl restart rlinf-ray")
+    head = next(iter(hosts.values()))
+    wait_for_alive(head, len(hosts))
+    status, report = run_status(tmp_path)
+    assert status.rc != 0
+    problems = "\n".join(report["problems"])
+    assert name in problems and "RLINF_NODE_RANK" in problems and "7" in problems, problems
+    repaired_by_site(tmp_path, hosts)
+    assert probe_cluster(head)[address]["env"]["RLINF_NODE_RANK"] == "1"
