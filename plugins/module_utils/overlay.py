@@ -44,15 +44,11 @@ def parse_subnet(subnet: object) -> ipaddress.IPv4Network:
             hint = f" (did you mean {loose}?)"
         except ValueError:
             pass
-        raise OverlayError(
-            [f"{SUBNET_VAR}={text!r} is not a network address in CIDR form{hint}: {err}."]
-        ) from None
+        raise OverlayError([f"{SUBNET_VAR}={text!r} is not a network address in CIDR form{hint}: {err}."]) from None
     if network.version != 4:
         raise OverlayError([f"{SUBNET_VAR}={text!r} must be an IPv4 network such as {DEFAULT_SUBNET}."])
     if network.prefixlen > 30:
-        raise OverlayError(
-            [f"{SUBNET_VAR}={text!r} is too small: use a prefix of /30 or shorter (e.g. /24)."]
-        )
+        raise OverlayError([f"{SUBNET_VAR}={text!r} is too small: use a prefix of /30 or shorter (e.g. /24)."])
     return network
 
 
