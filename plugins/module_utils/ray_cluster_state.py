@@ -18,7 +18,7 @@ DEFAULT_ENV_KEYS = ("RLINF_NODE_RANK", "RLINF_COMM_NET_DEVICES")
 BUILTIN_RESOURCES = frozenset({"CPU", "GPU", "memory", "object_store_memory"})
 BUILTIN_PREFIXES = ("node:", "accelerator_type:")
 # Where each expected resource comes from in the inventory, for the fix sentences.
-RESOURCE_SOURCES = {"CPU": "ray_num_cpus", "GPU": "ray_num_gpus"}
+RESOURCE_SOURCES = {"CPU": "ray_num_cpus", "GPU": "ray_num_gpus or rlinf_gpus_per_node"}
 EPSILON = 1e-6
 
 

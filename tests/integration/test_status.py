@@ -172,7 +172,7 @@ def _gpus_expected(inventory):
     name = next(iter(workers))
     workers[name]["ray_num_gpus"] = 4
     workers[name]["ray_resources"] = {"robot": 1}
-    return [(name, 1, "at least 4 (ray_num_gpus)"), (name, 1, "custom resource 'robot'")]
+    return [(name, 1, "at least 4 (ray_num_gpus"), (name, 1, "custom resource 'robot'")]
 
 
 @pytest.mark.parametrize(
