@@ -1,0 +1,66 @@
+"""roles/ray_check/files/manifest.py: the per-node version manifest of the cluster report."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "roles" / "ray_check" / "files" / "manifest.py"
+
+
+def run_manifest(base_dir: Path, path: str | None = None) -> dict:
+    env = dict(os.environ)
+    if path is not None:
+        env["PATH"] = path
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), str(base_dir)], capture_output=True, text=True, env=env, check=True, timeout=120
+    )
+    return json.loads(proc.stdout)
+
+
+def executable(path: Path, body: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+
+
+def test_manifest_without_easytier(tmp_path):
+    manifest = run_manifest(tmp_path / "absent", path=str(tmp_path / "empty-path"))
+    assert manifest["python"] == sys.version.split()[0]
+    assert manifest["python_executable"] == sys.executable
+    assert re.fullmatch(r"[0-9a-f]{64}", manifest["pip_freeze_sha256"])
+    assert manifest["pip_freeze_source"] in ("pip freeze", "importlib.metadata")
+    assert manifest["packages"] > 0
+    assert manifest["easytier"] is None
+    assert "ray" in manifest  # None on the controller, the version on a node
+
+
+def test_manifest_hash_is_stable(tmp_path):
+    first = run_manifest(tmp_path / "absent", path=str(tmp_path))
+    second = run_manifest(tmp_path / "absent", path=str(tmp_path))
+    assert first["pip_freeze_sha256"] == second["pip_freeze_sha256"]
+
+
+def test_manifest_reads_easytier_pyo3_venv(tmp_path):
+    executable(tmp_path / "easytier" / "venv" / "bin" / "python", 'echo "2.6.4 (easytier-pyo3 0.1.3)"')
+    assert run_manifest(tmp_path / "easytier")["easytier"] == "2.6.4 (easytier-pyo3 0.1.3)"
+
+
+def test_manifest_reads_easytier_core_binary(tmp_path):
+    executable(tmp_path / "easytier" / "easytier-core", 'echo "easytier-core 2.6.4-abcdef"; echo more')
+    assert run_manifest(tmp_path / "easytier")["easytier"] == "easytier-core 2.6.4-abcdef"
+
+
+def test_manifest_reads_easytier_core_on_path(tmp_path):
+    executable(tmp_path / "bin" / "easytier-core", 'echo "easytier-core 2.6.4"')
+    manifest = run_manifest(tmp_path / "absent", path=f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    assert manifest["easytier"] == "easytier-core 2.6.4"
+
+
+def test_manifest_reports_a_broken_easytier_instead_of_failing(tmp_path):
+    executable(tmp_path / "easytier" / "venv" / "bin" / "python", "echo boom >&2; exit 3")
+    assert run_manifest(tmp_path / "easytier")["easytier"] == "unknown (boom)"
