@@ -188,12 +188,12 @@ def test_healthy_cluster_exits_ok(monkeypatch, module_exits, gcs):
 
 
 def test_driver_interpreter_differing_from_workers_is_a_warning_not_a_failure(monkeypatch, module_exits, gcs):
-    from ansible.module_utils.common import warnings
-
+    warned = []
+    monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, msg: warned.append(msg))
     fake = FakeRay([HEALTHY], PROBES)
     with pytest.raises(ExitJson):
         run_module(monkeypatch, fake, args(gcs))
-    assert any("/opt/rlinf/venv/bin/python" in w and sys.executable in w for w in warnings.get_warning_messages())
+    assert any("/opt/rlinf/venv/bin/python" in w and sys.executable in w for w in warned), warned
 
 
 def test_expected_totals_reach_the_comparison(monkeypatch, module_exits, gcs):
