@@ -1,7 +1,8 @@
 """Run on the head with the node venv's Python (piped over SSH by the tests).
 
-Prints JSON: every ALIVE node with its node ID and, read by a task pinned to that node,
-the RLINF_* variables of the Ray worker's environment. argv[1] is the head's address.
+Prints JSON: every ALIVE node that runs a task, by IP, with its node ID and, read by a
+task pinned to that node, the RLINF_* variables of the Ray worker's environment.
+argv[1] is the head's address.
 """
 
 import json
@@ -20,14 +21,17 @@ def worker_env():
 
 
 alive = [n for n in ray.nodes() if n["Alive"]]
-pending = {
-    n["NodeManagerAddress"]: worker_env.options(
-        scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
-    ).remote()
+pending = [
+    (n, worker_env.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote())
     for n in alive
-}
-nodes = {
-    n["NodeManagerAddress"]: {"node_id": n["NodeID"], "env": ray.get(pending[n["NodeManagerAddress"]], timeout=60)}
-    for n in alive
-}
+]
+# Only nodes whose pinned task ran: right after a raylet dies, Ray still lists its old
+# entry as ALIVE beside the new one at the same IP.
+nodes = {}
+for node, ref in pending:
+    try:
+        env = ray.get(ref, timeout=60)
+    except (ray.exceptions.RayError, TimeoutError):
+        continue
+    nodes[node["NodeManagerAddress"]] = {"node_id": node["NodeID"], "env": env}
 print(json.dumps(nodes))
