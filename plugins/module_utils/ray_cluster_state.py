@@ -238,17 +238,29 @@ def match_nodes(
                 used.add(node["node_id"])
                 return
 
-    for exp in expected:
-        take(exp, lambda node, exp=exp: _in_temp_dir(node, exp.get("temp_dir")))
-    for exp in expected:
-        take(
-            exp,
-            lambda node, exp=exp: (
-                str((probes.get(node["node_id"]) or {}).get("env", {}).get(RANK_KEY)) == str(exp["rank"])
-            ),
-        )
-    for exp in expected:
-        take(exp, lambda node: True)
+    def rank_ok(node: Mapping, exp: Mapping) -> bool:
+        return str(((probes.get(node["node_id"]) or {}).get("env") or {}).get(RANK_KEY)) == str(exp["rank"])
+
+    def probe_ok(node: Mapping, exp: Mapping) -> bool:
+        probe = probes.get(node["node_id"])
+        return bool(probe) and not probe.get("error")
+
+    def temp_ok(node: Mapping, exp: Mapping) -> bool:
+        return _in_temp_dir(node, exp.get("temp_dir"))
+
+    # Best evidence first: a node that runs tasks and reads this host's rank beats a stale
+    # entry of a restarted raylet (still ALIVE for a while, runs nothing) on the same IP.
+    preferences = [
+        lambda n, e: temp_ok(n, e) and rank_ok(n, e),
+        rank_ok,
+        lambda n, e: temp_ok(n, e) and probe_ok(n, e),
+        probe_ok,
+        temp_ok,
+        lambda n, e: True,
+    ]
+    for accept in preferences:
+        for exp in expected:
+            take(exp, lambda node, exp=exp, accept=accept: accept(node, exp))
     missing = [exp for exp in expected if exp["name"] not in matched]
     extra = [node for node in alive if node["node_id"] not in used]
     return {
@@ -396,6 +408,17 @@ def evaluate(
             }
         )
         rank_text = f", {RANK_KEY}={rank}" if rank is not None else ""
+        neighbours = [name for name, other in matched.items() if other["ip"] == node["ip"]]
+        if neighbours and probe.get("error"):
+            add(
+                None,
+                f"Ray node {node['ip']}:{node['port']} (node_id {node['node_id'][:12]}) is still listed ALIVE "
+                f"in the cluster{where} next to the node of {_join(repr(n) for n in neighbours)} but runs no "
+                "tasks: a stale entry of a restarted raylet, which RLinf would count as a node; the GCS marks "
+                "it DEAD within about a minute: run status again then, and restart Ray on "
+                f"{_join(repr(n) for n in neighbours)} if it stays.",
+            )
+            continue
         add(
             None,
             f"Ray node {node['ip']}:{node['port']} (hostname '{node['hostname']}', node_id "

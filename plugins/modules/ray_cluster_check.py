@@ -243,8 +243,9 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state im
     normalize_totals,
 )
 
-# Seconds to wait for an extra ALIVE node to vanish once every expected node is ALIVE.
-EXTRA_GRACE = 20
+# Seconds to wait for an extra ALIVE node to vanish once every expected node is ALIVE (a
+# killed raylet's entry stays ALIVE until the GCS health check gives up on it).
+EXTRA_GRACE = 45
 
 
 class RayImportError(Exception):

@@ -420,3 +420,26 @@ def test_temp_dir_prefix_is_a_directory_match():
     # /tmp/ray2 is not under /tmp/ray; the node still matches by IP as the only one there.
     result = run(exp, nodes, {"n0": probe(0), "n1": probe(1)})
     assert result["ok"], result["problems"]
+
+
+def test_stale_entry_of_a_restarted_raylet_is_not_taken_for_the_host():
+    nodes, probes = healthy()
+    # The killed raylet's entry (lower port, sorts first) is still ALIVE and runs nothing;
+    # the restarted raylet on the same IP is the host's node.
+    stale = raw_node("10.0.0.11", "old1", port=39000)
+    fresh = raw_node("10.0.0.11", "new1", port=41000)
+    probes.update({"old1": {"error": "the task did not finish within 60 s"}, "new1": probe(1)})
+    result = run(expected(), [nodes[0], stale, fresh, nodes[2]], probes)
+    assert result["nodes"][1]["node_id"] == "new1"
+    assert result["nodes"][1]["problems"] == []
+    (problem,) = result["problems"]
+    assert "still listed ALIVE" in problem and "stale entry" in problem and "'w1'" in problem
+    assert [e["node_id"] for e in result["extra"]] == ["old1"]
+
+
+def test_killed_raylet_alone_is_named_with_host_and_rank():
+    nodes, probes = healthy()
+    probes["n2"] = {"error": "the task did not finish within 60 s"}
+    result = run(expected(), nodes, probes)
+    (problem,) = result["problems"]
+    assert problem.startswith("host 'w2' (rank 2, 10.0.0.12): a task pinned to this node failed")
