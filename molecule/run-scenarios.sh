@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export ANSIBLE_CONFIG="$PWD/ansible.cfg"
+export PATH="$PWD/.venv/bin:$PATH"
 scenarios=${SCENARIOS:-$(cd molecule && ls -d */ | tr -d / | tr '\n' ' ')}
 
 declare -A subnets=([default]=10.89.78.0/24)

@@ -50,6 +50,17 @@ def lab_hosts() -> dict[str, str]:
     return ordered
 
 
+def write_inventory(tmp_path: Path, mutate) -> Path:
+    """A copy of the lab inventory changed by ``mutate(groups)``, with the lab's group_vars."""
+    data = lab_inventory()
+    mutate(data["all"]["children"]["rlinf_cluster"]["children"])
+    inventory = tmp_path / f"inventory-{time.monotonic_ns()}"
+    (inventory / "group_vars").mkdir(parents=True)
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(data, sort_keys=False))
+    (inventory / "group_vars" / "all.yml").write_text((LAB_INVENTORY / "group_vars" / "all.yml").read_text())
+    return inventory
+
+
 def ssh(address: str, command: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(
         ["ssh", "-i", lab_key(), *SSH_OPTS, f"root@{address}", command],

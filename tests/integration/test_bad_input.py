@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-import yaml
-from conftest import LAB_INVENTORY, lab_hosts, run_playbook
+from conftest import lab_hosts, run_playbook, write_inventory
 
 pytestmark = pytest.mark.lab
 
@@ -16,16 +15,6 @@ def assert_stopped_at_validation(run):
     assert FIRST_PLAY_ON_NODES not in run.stdout, "site.yml went past validation"
     assert run.changed() == {}
     assert run.stats.get("dark", {}) == {}, "validation must not connect to any node"
-
-
-def write_inventory(tmp_path, mutate):
-    data = yaml.safe_load((LAB_INVENTORY / "hosts.yml").read_text())
-    mutate(data["all"]["children"]["rlinf_cluster"]["children"])
-    inventory = tmp_path / "inventory"
-    (inventory / "group_vars").mkdir(parents=True)
-    (inventory / "hosts.yml").write_text(yaml.safe_dump(data))
-    (inventory / "group_vars" / "all.yml").write_text((LAB_INVENTORY / "group_vars" / "all.yml").read_text())
-    return inventory
 
 
 def test_old_ray_is_refused_before_any_host_is_touched(tmp_path):

@@ -9,7 +9,7 @@ import json
 import time
 
 import pytest
-from conftest import lab_hosts, probe_cluster, run_playbook, ssh, wait_for_alive
+from conftest import LAB_INVENTORY, lab_hosts, probe_cluster, run_playbook, ssh, wait_for_alive, write_inventory
 
 pytestmark = pytest.mark.lab
 
@@ -19,9 +19,10 @@ def hosts():
     return lab_hosts()
 
 
-def run_status(tmp_path, **extravars):
+def run_status(tmp_path, inventory=LAB_INVENTORY, **extravars):
     report = tmp_path / f"report-{time.monotonic_ns()}.json"
-    run = run_playbook("status.yml", tmp_path, extravars={"cluster_report_path": str(report), **extravars})
+    extravars = {"cluster_report_path": str(report), **extravars}
+    run = run_playbook("status.yml", tmp_path, inventory=inventory, extravars=extravars)
     return run, json.loads(report.read_text())
 
 
@@ -74,3 +75,21 @@ def test_rank_changed_behind_ansibles_back_is_reported_and_repaired(tmp_path, ho
     assert name in problems and "RLINF_NODE_RANK" in problems and "7" in problems, problems
     repaired_by_site(tmp_path, hosts)
     assert probe_cluster(head)[address]["env"]["RLINF_NODE_RANK"] == "1"
+
+
+def test_custom_resources_reach_ray_start_and_the_check(tmp_path, hosts):
+    name = list(hosts)[2]
+
+    def robot_on_worker2(groups):
+        groups["ray_workers"]["hosts"][name].update({"ray_resources": {"robot": 1}, "ray_num_cpus": 1})
+
+    inventory = write_inventory(tmp_path, robot_on_worker2)
+    run = run_playbook("site.yml", tmp_path, inventory=inventory)
+    assert run.rc == 0, run.stdout[-3000:]
+    status, report = run_status(tmp_path, inventory)
+    assert status.rc == 0, report["problems"]
+    by_name = {n["name"]: n for n in report["nodes"]}
+    assert by_name[name]["custom_resources"] == {"robot": 1}
+    assert by_name[name]["resources"]["CPU"] == 1
+    assert all("robot" not in n.get("custom_resources", {}) for n in report["nodes"] if n["name"] != name)
+    repaired_by_site(tmp_path, hosts)

@@ -45,6 +45,21 @@ all:
         w2: {ansible_host: 192.0.2.11}
 """
 
+OVERLAY_CLASH = """
+all:
+  vars: {easytier_enabled: true, easytier_network_secret: test-only}
+  children:
+    easytier_bootstrap:
+      hosts:
+        boot: {ansible_host: 192.0.2.1}
+    ray_head:
+      hosts:
+        head: {ansible_host: 192.0.2.10, easytier_ipv4: 10.144.0.7}
+    ray_workers:
+      hosts:
+        w1: {ansible_host: 192.0.2.11, easytier_ipv4: 10.144.0.7}
+"""
+
 CONFIG = """
 cluster:
   num_nodes: 2
@@ -98,6 +113,7 @@ def runs(tmp_path_factory):
     started = {
         "good": _Run(base / "good", GOOD, "-e", f"rlinf_config={config}"),
         "bad_ranks": _Run(base / "bad_ranks", BAD_RANKS),
+        "overlay_clash": _Run(base / "overlay_clash", OVERLAY_CLASH),
         "bad_config": _Run(
             base / "bad_config", GOOD, "-e", f"rlinf_config={bad_config}", "-e", "rlinf_ray_version=2.46.0"
         ),
@@ -156,3 +172,9 @@ def test_sample_inventory_validates_and_prints_its_cluster_block(runs):
     assert "[WARNING]" not in out + result.stderr
     assert "2     cloud-gpu2  203.0.113.12   worker  cloud  8" in out
     assert "  - label: edge\n            node_ranks: 3-4" in out
+
+
+def test_overlay_addresses_are_checked_before_any_node_is_touched(runs):
+    result = runs["overlay_clash"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "hosts head, w1: they share the overlay address 10.144.0.7" in result.stdout
