@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 
 import yaml
 
-RESERVED_LABELS = ("cluster", "node")
+from ansible_collections.rlinf.cluster.plugins.module_utils.topology import RESERVED_LABELS, format_ranks
+
 DEFAULT_GROUP = "cluster"
 NODE_GROUP = "node"
 ACCELERATOR = "Accelerator"
@@ -179,23 +180,6 @@ def rank_overlaps(rank_config) -> list[int]:
         repeated.update(seen.intersection(found))
         seen.update(found)
     return sorted(repeated)
-
-
-def format_ranks(ranks: Sequence[int]) -> str:
-    """[0, 1, 2, 5] -> "0-2,5"."""
-    parts: list[str] = []
-    start = prev = None
-    for rank in sorted(set(ranks)):
-        if start is None:
-            start = prev = rank
-        elif rank == prev + 1:
-            prev = rank
-        else:
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
-            start = prev = rank
-    if start is not None:
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-    return ",".join(parts)
 
 
 # ----------------------------------------------------------------------- placement
