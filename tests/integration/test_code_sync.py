@@ -149,7 +149,8 @@ def test_package_installs_the_wheel_and_restarts_ray(tmp_path):
     marker = f"package-{time.time_ns()}"
     src = fake_checkout(tmp_path / "RLinf", marker)
     before = wait_for_alive(head, len(hosts))
-    extra = {"rlinf_code_sync": "package", "rlinf_src": str(src)}
+    # One wheel directory for both runs (artifacts/ follows the playbook's directory).
+    extra = {"rlinf_code_sync": "package", "rlinf_src": str(src), "code_sync_wheel_dir": str(tmp_path / "wheels")}
     try:
         run = run_playbook("site.yml", tmp_path, extravars=extra)
         assert run.rc == 0, run.stdout[-3000:]
