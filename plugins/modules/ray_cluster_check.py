@@ -437,6 +437,8 @@ class RayClusterCheck:
         if host is None:
             self.fail(f"address '{self.address}' is not ip:port; pass the head's Ray address, e.g. 10.0.0.1:6379.")
 
+        # Before importing ray: Ray reads RAY_AUTH_MODE / RAY_AUTH_TOKEN_PATH at import time.
+        os.environ.update(read_ray_env(self.params.get("env_file")))
         try:
             ray, affinity = import_ray()
         except RayImportError as err:
@@ -456,7 +458,6 @@ class RayClusterCheck:
                 "Ray unit) and check ray_port and the head's rlinf_node_ip."
             )
 
-        os.environ.update(read_ray_env(self.params.get("env_file")))
         init_args = {
             "address": self.address,
             "log_to_driver": False,

@@ -105,7 +105,9 @@ def run_playbook(playbook: str, tmp_path: Path, inventory: Path = LAB_INVENTORY,
 def probe_cluster(head_address: str, port: int = 6379) -> dict[str, dict]:
     """ALIVE nodes by IP, with node ID and the RLINF_* env a pinned Ray task reads there."""
     script = (Path(__file__).parent / "probe_cluster.py").read_text()
-    proc = ssh(head_address, f"/opt/rlinf/venv/bin/python - {head_address}:{port}", stdin=script)
+    # A driver with the nodes' environment: RAY_AUTH_MODE and the token's path included.
+    driver = f"set -a; . /etc/rlinf/rlinf.env; set +a; /opt/rlinf/venv/bin/python - {head_address}:{port}"
+    proc = ssh(head_address, driver, stdin=script)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

@@ -10,7 +10,7 @@ from conftest import lab_hosts, probe_cluster, ray_processes, run_playbook, ssh,
 
 pytestmark = pytest.mark.lab
 
-INSTALLED = "/opt/rlinf/venv /etc/rlinf/rlinf.env /etc/systemd/system/rlinf-ray.service"
+INSTALLED = "/opt/rlinf/venv /etc/rlinf/rlinf.env /etc/rlinf/ray-auth-token /etc/systemd/system/rlinf-ray.service"
 
 
 @pytest.fixture(scope="module")

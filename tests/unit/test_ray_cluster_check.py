@@ -287,6 +287,26 @@ def test_env_file_ray_variables_reach_the_driver(monkeypatch, module_exits, gcs,
     assert "RLINF_NODE_RANK" not in os.environ
 
 
+def test_env_file_is_loaded_before_ray_is_imported(monkeypatch, module_exits, gcs, tmp_path):
+    # Ray reads RAY_AUTH_* when it is imported; loading them after the import left the
+    # driver without the token (seen on the lab: "Failed to connect to Ray cluster").
+    env_file = tmp_path / "rlinf.env"
+    env_file.write_text("RAY_AUTH_MODE='token'\nRAY_AUTH_TOKEN_PATH='/etc/rlinf/ray-auth-token'\n")
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+    seen_at_import = {}
+    fake = FakeRay([HEALTHY], PROBES)
+
+    def import_ray():
+        seen_at_import.update({k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")})
+        return fake, FakeAffinity
+
+    with patch_module_args(args(gcs, env_file=str(env_file))), pytest.raises(ExitJson):
+        monkeypatch.setattr(mod, "import_ray", import_ray)
+        mod.main()
+    assert seen_at_import == {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": "/etc/rlinf/ray-auth-token"}
+
+
 def test_ray_not_importable_names_the_interpreter(monkeypatch, module_exits, gcs):
     def broken():
         raise mod.RayImportError("ModuleNotFoundError: No module named 'ray'")
