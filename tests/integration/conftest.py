@@ -25,6 +25,9 @@ LAB_INVENTORY = Path(os.environ.get("RLINF_LAB_INVENTORY", ROOT / "inventories" 
 # the tests (the controller venv), however pytest was started.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 PLAYBOOK_TIMEOUT = 900
+# Prefix for commands on a node that act as a Ray driver: the nodes' environment, with
+# RAY_AUTH_MODE and the token's path, as Ray itself runs with.
+NODE_ENV = "set -a; . /etc/rlinf/rlinf.env; set +a;"
 SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
 
 
@@ -106,7 +109,7 @@ def probe_cluster(head_address: str, port: int = 6379) -> dict[str, dict]:
     """ALIVE nodes by IP, with node ID and the RLINF_* env a pinned Ray task reads there."""
     script = (Path(__file__).parent / "probe_cluster.py").read_text()
     # A driver with the nodes' environment: RAY_AUTH_MODE and the token's path included.
-    driver = f"set -a; . /etc/rlinf/rlinf.env; set +a; /opt/rlinf/venv/bin/python - {head_address}:{port}"
+    driver = f"{NODE_ENV} /opt/rlinf/venv/bin/python - {head_address}:{port}"
     proc = ssh(head_address, driver, stdin=script)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -5,7 +5,7 @@ rotation restarts the cluster in order. Leaves the lab healthy on the controller
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT, lab_hosts, probe_cluster, run_playbook, ssh, wait_for_alive
+from conftest import NODE_ENV, ROOT, lab_hosts, probe_cluster, run_playbook, ssh, wait_for_alive
 
 pytestmark = pytest.mark.lab
 
@@ -21,7 +21,7 @@ def hosts():
 def test_a_client_needs_the_token(hosts):
     head = next(iter(hosts.values()))
     connect = CONNECT.format(head=head)
-    with_token = ssh(head, f"set -a; . /etc/rlinf/rlinf.env; set +a; timeout 90 {connect}", check=False)
+    with_token = ssh(head, f"{NODE_ENV} timeout 90 {connect}", check=False)
     assert with_token.returncode == 0 and "connected" in with_token.stdout, with_token.stderr[-2000:]
     no_token = ssh(head, f"env -i PATH=/usr/bin:/bin timeout 90 {connect}", check=False)
     assert no_token.returncode != 0 and "connected" not in no_token.stdout

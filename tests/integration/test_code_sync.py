@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SSH_OPTS, lab_hosts, lab_key, probe_cluster, run_playbook, ssh, wait_for_alive
+from conftest import NODE_ENV, SSH_OPTS, lab_hosts, lab_key, probe_cluster, run_playbook, ssh, wait_for_alive
 
 pytestmark = pytest.mark.lab
 
@@ -68,7 +68,7 @@ def test_rsync_marker_on_every_node_and_idempotent(tmp_path):
             assert listing == ["./marker_driver.py", "./pyproject.toml", "./rlinf/__init__.py"], (address, listing)
         # RLinf's driver runs from the checkout; Ray puts the driver's directory on every
         # worker's sys.path, so each node imports its own synced copy.
-        proc = ssh(head, f"cd {dest} && {VENV_PY} marker_driver.py")
+        proc = ssh(head, f"{NODE_ENV} cd {dest} && {VENV_PY} marker_driver.py")
         result = marker_results(proc.stdout)
         assert_marker_everywhere(result, marker, hosts)
         assert {n["file"] for n in result["nodes"]} == {f"{dest}/rlinf/__init__.py"}
@@ -157,7 +157,7 @@ def test_package_installs_the_wheel_and_restarts_ray(tmp_path):
         after = wait_for_alive(head, len(hosts))
         # A new wheel in the venv restarts Ray everywhere (it froze its imports at start).
         assert all(after[ip]["node_id"] != before[ip]["node_id"] for ip in before), (before, after)
-        proc = ssh(head, f"cd / && {VENV_PY} /dev/stdin", stdin=(DATA / "marker_driver.py").read_text())
+        proc = ssh(head, f"{NODE_ENV} cd / && {VENV_PY} /dev/stdin", stdin=(DATA / "marker_driver.py").read_text())
         result = marker_results(proc.stdout)
         assert_marker_everywhere(result, marker, hosts)
         assert all("/opt/rlinf/venv/lib/" in n["file"] for n in result["nodes"]), result
