@@ -105,6 +105,24 @@ def run_playbook(playbook: str, tmp_path: Path, inventory: Path = LAB_INVENTORY,
     return PlaybookRun(runner)
 
 
+def run_controller_playbook(tmp_path: Path, name: str, playbook_text: str, variables: dict):
+    """Run a playbook on the controller alone (`-i localhost,`), with ``variables`` as extra vars."""
+    playbook = tmp_path / f"{name}.yml"
+    playbook.write_text(playbook_text)
+    extra = tmp_path / f"{name}-vars.yml"
+    extra.write_text(yaml.safe_dump(variables))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env.pop("http_proxy", None)  # the tests' mirror is on loopback
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-e", f"@{extra}", str(playbook)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def probe_cluster(head_address: str, port: int = 6379) -> dict[str, dict]:
     """ALIVE nodes by IP, with node ID and the RLINF_* env a pinned Ray task reads there."""
     script = (Path(__file__).parent / "probe_cluster.py").read_text()

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import subprocess
-import sys
 import tarfile
 import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import run_controller_playbook
 
 pytestmark = pytest.mark.lab
 
-ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = """
 - name: EasyTier archive source, controller side only
   hosts: localhost
@@ -60,23 +58,12 @@ def build_zip(path: Path, members: dict[str, bytes]) -> str:
 
 
 def run(tmp_path: Path, archive: Path, sha256: str) -> subprocess.CompletedProcess:
-    playbook = tmp_path / "archive.yml"
-    playbook.write_text(PLAYBOOK)
-    extra = tmp_path / "vars.yml"
-    extra.write_text(
-        f"easytier_archive_path: {archive}\n"
-        f"easytier_archive_sha256: '{sha256}'\n"
-        f"easytier_controller_cache_dir: {tmp_path / 'cache'}\n"
-    )
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-e", f"@{extra}", str(playbook)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    variables = {
+        "easytier_archive_path": str(archive),
+        "easytier_archive_sha256": sha256,
+        "easytier_controller_cache_dir": str(tmp_path / "cache"),
+    }
+    return run_controller_playbook(tmp_path, "archive", PLAYBOOK, variables)
 
 
 @pytest.mark.parametrize("builder", [build_tar, build_zip], ids=["tar.gz", "zip"])

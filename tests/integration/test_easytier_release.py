@@ -12,19 +12,17 @@ from __future__ import annotations
 import functools
 import hashlib
 import http.server
-import os
 import platform
 import subprocess
-import sys
 import threading
 import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import run_controller_playbook
 
 pytestmark = pytest.mark.lab
 
-ROOT = Path(__file__).resolve().parents[2]
 VERSION = "2.6.4"
 ARCH = {"x86_64": "x86_64", "aarch64": "aarch64", "armv7l": "armv7"}.get(platform.machine(), platform.machine())
 FAKE_CORE = b"#!/bin/sh\necho easytier-core 0.0.0-test\n"
@@ -69,24 +67,12 @@ def mirror(tmp_path):
 
 
 def run(tmp_path: Path, base_url: str, sha256: str) -> subprocess.CompletedProcess:
-    playbook = tmp_path / "release.yml"
-    playbook.write_text(PLAYBOOK)
-    extra = tmp_path / "vars.yml"
-    extra.write_text(
-        f"easytier_release_base_url: {base_url}\n"
-        f"easytier_release_sha256: '{sha256}'\n"
-        f"easytier_controller_cache_dir: {tmp_path / 'cache'}\n"
-    )
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    env.pop("http_proxy", None)
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-e", f"@{extra}", str(playbook)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    variables = {
+        "easytier_release_base_url": base_url,
+        "easytier_release_sha256": sha256,
+        "easytier_controller_cache_dir": str(tmp_path / "cache"),
+    }
+    return run_controller_playbook(tmp_path, "release", PLAYBOOK, variables)
 
 
 def test_release_is_downloaded_once_checked_and_unpacked(tmp_path, mirror):
