@@ -75,7 +75,7 @@ def raw_bringup(inventory: Path) -> dict:
     env = "set -a; . /etc/rlinf/rlinf.env; set +a;"
     common = "--disable-usage-stats --object-store-memory=200000000"
     count_alive = (
-        "/opt/rlinf/venv/bin/python -c 'import ray; "
+        f"{env} /opt/rlinf/venv/bin/python -c 'import ray; "
         f'ray.init(address="{head}:6379", logging_level="ERROR"); '
         'print(sum(n["Alive"] for n in ray.nodes()))\''
     )
