@@ -73,8 +73,9 @@ molecule: image venv
 
 test: lint unit test-lab molecule
 
-bench: lab-up
+bench: image venv
 	$(BIN)/python bench/bringup.py
+	$(BIN)/python bench/validate_fleet.py
 
 clean: lab-down
 	rm -rf $(VENV) artifacts

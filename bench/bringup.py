@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""Wall times of the lab's life cycle, printed as a table and as JSON. Figures only.
+"""Wall times of the cluster's life cycle on a lab of its own, as a table and as JSON. Figures only.
 
-    fresh      site.yml on purged hosts (venv from the pushed wheelhouse, Ray started)
-    no-op      site.yml again on the healthy cluster, with its changed count
+On the first --nodes hosts (3, the lab's size):
+    fresh      site.yml on purged hosts (venv from the controller's wheelhouse, Ray started)  (e)
+    no-op      site.yml again on the healthy cluster, with its changed count              (c)
     teardown   teardown.yml (Ray stopped everywhere)
     raw        only the essential steps over SSH: head `ray start`, workers in parallel,
-               poll until every node is ALIVE (then `ray stop` inside each host)
-    restart    site.yml from stopped Ray (venv and env present); ratio restart/raw
+               poll until every node is ALIVE (then `ray stop` inside each host)          (b)
+    restart    site.yml from stopped Ray (venv and env file present)                      (a)
+Then bring-up from stopped Ray on the first N hosts for each --scale N, and the ratio of the
+largest to the smallest                                                                   (d)
 
-Run with the controller venv on the lab (`make bench` brings the lab up first). The
-cluster is left up. The controller's wheelhouse is kept between runs, as on a real site.
+The lab is LAB_NAME=rlinf-bench (10.89.79.0/24), sized for the largest N and removed at the
+end unless --keep; the default lab is not touched. Ansible runs with the profile_tasks
+callback, and the slowest tasks of each run are kept in the JSON.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -28,7 +33,25 @@ import ansible_runner
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+LAB_ENV = {"LAB_NAME": "rlinf-bench", "LAB_SUBNET": "10.89.79.0/24"}
+LAB_INVENTORY = ROOT / ".lab" / LAB_ENV["LAB_NAME"] / "inventory"
+PROFILE_LINE = re.compile(r"^(?P<task>.+?) -+ (?P<seconds>\d+\.\d+)s$")
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def lab(*args: str) -> None:
+    subprocess.run([sys.executable, str(ROOT / "lab" / "lab.py"), *args], env=os.environ | LAB_ENV, check=True)
+
+
+def slowest_tasks(stdout: str, count: int = 8) -> list[dict]:
+    """The profile_tasks recap: the first `count` tasks by time, as printed (slowest first)."""
+    recap = stdout.split("TASKS RECAP", 1)[-1]
+    tasks = []
+    for line in recap.splitlines():
+        match = PROFILE_LINE.match(line.strip())
+        if match:
+            tasks.append({"task": match["task"], "seconds": float(match["seconds"])})
+    return tasks[:count]
 
 
 def run(playbook: str, inventory: Path, extravars: dict | None = None) -> dict:
@@ -40,18 +63,38 @@ def run(playbook: str, inventory: Path, extravars: dict | None = None) -> dict:
             playbook=str(ROOT / playbook),
             inventory=str(inventory),
             extravars=extravars or {},
-            envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
+            envvars={
+                "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+                "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks",
+                "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "100",
+            },
             quiet=True,
         )
         seconds = time.monotonic() - started
+        stdout = runner.stdout.read()
         if runner.rc != 0:
-            sys.exit(f"bench: {playbook} failed (rc={runner.rc}):\n{runner.stdout.read()[-3000:]}")
+            sys.exit(f"bench: {playbook} failed (rc={runner.rc}):\n{stdout[-3000:]}")
         changed = sum((runner.stats or {}).get("changed", {}).values())
-    return {"seconds": round(seconds, 1), "changed": changed}
+    return {"seconds": round(seconds, 1), "changed": changed, "slowest": slowest_tasks(stdout)}
+
+
+def subset_inventory(workdir: Path, nodes: int) -> Path:
+    """The bench lab's inventory cut to its head and first nodes-1 workers."""
+    inventory = workdir / f"inventory-{nodes}"
+    if inventory.exists():
+        return inventory
+    data = yaml.safe_load((LAB_INVENTORY / "hosts.yml").read_text())
+    workers = data["all"]["children"]["rlinf_cluster"]["children"]["ray_workers"]
+    names = list(workers.get("hosts") or {})[: nodes - 1]
+    workers["hosts"] = {name: workers["hosts"][name] for name in names}
+    inventory.mkdir()
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(data, sort_keys=False))
+    (inventory / "group_vars").symlink_to(ROOT / "inventories" / "lab" / "group_vars")
+    return inventory
 
 
 def lab_hosts(inventory: Path) -> tuple[list[str], str]:
-    """Addresses in rank order and the SSH key, from a lab inventory written by lab/lab.py."""
+    """Addresses in rank order and the SSH key."""
     data = yaml.safe_load((inventory / "hosts.yml").read_text())
     groups = data["all"]["children"]["rlinf_cluster"]["children"]
     addresses = [
@@ -97,30 +140,63 @@ def raw_bringup(inventory: Path) -> dict:
     return {"seconds": round(seconds, 1), "changed": None}
 
 
+def measure(nodes: int, scale: list[int], workdir: Path) -> dict:
+    everything = subset_inventory(workdir, max([*scale, nodes]))
+    inventory = subset_inventory(workdir, nodes)
+    purge = {"teardown_purge": True, "teardown_confirm": "yes"}
+    run("teardown.yml", everything, purge)
+    figures = {
+        f"fresh ({nodes} nodes)": run("site.yml", inventory),
+        "no-op": run("site.yml", inventory),
+        "teardown": run("teardown.yml", inventory),
+        "raw": raw_bringup(inventory),
+        "restart": run("site.yml", inventory),
+    }
+    figures["ratio restart/raw"] = {"seconds": round(figures["restart"]["seconds"] / figures["raw"]["seconds"], 2)}
+    # Every host gets its venv once (untimed), so each N starts from stopped Ray alone.
+    run("site.yml", everything)
+    for count in scale:
+        run("teardown.yml", everything)
+        figures[f"bring-up {count} nodes"] = run("site.yml", subset_inventory(workdir, count))
+    smallest, largest = min(scale), max(scale)
+    figures[f"ratio {largest}/{smallest} nodes"] = {
+        "seconds": round(
+            figures[f"bring-up {largest} nodes"]["seconds"] / figures[f"bring-up {smallest} nodes"]["seconds"], 2
+        )
+    }
+    return figures
+
+
+def report(figures: dict, path: Path) -> None:
+    print(f"{'step':<22} {'seconds':>8} {'changed':>8}")
+    for step, figure in figures.items():
+        changed = "" if figure.get("changed") is None else figure["changed"]
+        print(f"{step:<22} {figure['seconds']:>8} {changed:>8}")
+    for step in ("no-op", "restart"):
+        print(f"\nslowest tasks of {step} (profile_tasks):")
+        for task in figures[step]["slowest"]:
+            print(f"  {task['seconds']:>6.2f}s  {task['task']}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(figures, indent=2) + "\n")
+    print(f"\nbench: wrote {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-i", "--inventory", type=Path, default=ROOT / "inventories" / "lab")
+    parser.add_argument("--nodes", type=int, default=3, help="lab size for the life-cycle figures")
+    parser.add_argument("--scale", type=int, nargs="+", default=[2, 4, 8], help="cluster sizes to bring up")
+    parser.add_argument("--keep", action="store_true", help="leave the bench lab up")
     parser.add_argument("--json", type=Path, default=ROOT / "artifacts" / "bench-bringup.json")
     args = parser.parse_args()
 
-    purge = {"teardown_purge": True, "teardown_confirm": "yes"}
-    run("teardown.yml", args.inventory, purge)
-    figures = {
-        "fresh": run("site.yml", args.inventory),
-        "no-op": run("site.yml", args.inventory),
-        "teardown": run("teardown.yml", args.inventory),
-        "raw": raw_bringup(args.inventory),
-        "restart": run("site.yml", args.inventory),
-    }
-    figures["ratio restart/raw"] = {"seconds": round(figures["restart"]["seconds"] / figures["raw"]["seconds"], 2)}
-
-    print(f"{'step':<18} {'seconds':>8} {'changed':>8}")
-    for step, figure in figures.items():
-        changed = "" if figure.get("changed") is None else figure["changed"]
-        print(f"{step:<18} {figure['seconds']:>8} {changed:>8}")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(figures, indent=2) + "\n")
-    print(f"bench: wrote {args.json}")
+    lab("up", "--nodes", str(max([*args.scale, args.nodes])))
+    try:
+        with tempfile.TemporaryDirectory() as workdir:
+            figures = measure(args.nodes, sorted(args.scale), Path(workdir))
+    finally:
+        if not args.keep:
+            lab("down")
+    report(figures, args.json)
 
 
 if __name__ == "__main__":
