@@ -11,31 +11,11 @@ import types
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
+from module_results import ExitJson, FailJson
 
 from ansible_collections.rlinf.cluster.plugins.modules import ray_cluster_check as mod
 
 PY = "3.11.2 (main, Mar 13 2023, 12:18:29) [GCC 12.2.0]"
-
-
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-@pytest.fixture
-def module_exits(monkeypatch):
-    def exit_json(self, **kwargs):
-        raise ExitJson(kwargs)
-
-    def fail_json(self, msg, **kwargs):
-        kwargs["msg"] = msg
-        raise FailJson(kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
 
 
 @pytest.fixture
