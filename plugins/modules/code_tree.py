@@ -21,13 +21,8 @@ description:
 version_added: 0.1.0
 author:
   - rlinf-ansible maintainers
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads, so it runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing to diff.
+extends_documentation_fragment:
+  - rlinf.cluster.attributes.read_only
 options:
   path:
     description: Root of the RLinf checkout (the directory holding C(pyproject.toml) and C(rlinf/)).
@@ -157,19 +152,19 @@ def inspect(params: dict) -> dict:
     return result
 
 
+ARGUMENT_SPEC = dict(
+    path=dict(type="path", required=True),
+    max_mb=dict(type="float", default=50),
+    required_files=dict(type="list", elements="str", default=["rlinf/__init__.py"]),
+    excludes=dict(type="list", elements="str", default=[]),
+    digest=dict(type="bool", default=False),
+    list_paths=dict(type="bool", default=False),
+    top=dict(type="int", default=10),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            path=dict(type="path", required=True),
-            max_mb=dict(type="float", default=50),
-            required_files=dict(type="list", elements="str", default=["rlinf/__init__.py"]),
-            excludes=dict(type="list", elements="str", default=[]),
-            digest=dict(type="bool", default=False),
-            list_paths=dict(type="bool", default=False),
-            top=dict(type="int", default=10),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         result = inspect(module.params)
     except OSError as err:

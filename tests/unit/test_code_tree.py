@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
+from module_docs import assert_read_only_module_documented
 from module_results import ExitJson, FailJson
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.code_sync import (
@@ -132,3 +133,7 @@ def test_module_fails_naming_the_checkout_when_a_file_cannot_be_read(tmp_path, m
     with pytest.raises(FailJson) as exc, patch_module_args({"path": str(root)}):
         code_tree.main()
     assert exc.value.args[0]["msg"].startswith(f"cannot read the checkout {root} (")
+
+
+def test_documentation_matches_argument_spec():
+    assert_read_only_module_documented(code_tree, code_tree.ARGUMENT_SPEC)

@@ -11,6 +11,7 @@ import types
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
+from module_docs import assert_read_only_module_documented
 from module_results import ExitJson, FailJson
 
 from ansible_collections.rlinf.cluster.plugins.modules import ray_cluster_check as mod
@@ -377,16 +378,7 @@ def test_probe_task_reads_env_and_versions(monkeypatch):
 
 
 def test_documentation_matches_argument_spec():
-    import yaml
-
-    doc = yaml.safe_load(mod.DOCUMENTATION)
     with patch_module_args({"address": "1.2.3.4:6379", "expected_nodes": []}):
         spec = mod.build_module().argument_spec
-    assert set(doc["options"]) == set(spec)
-    for name, option in doc["options"].items():
-        assert option.get("type") == spec[name].get("type"), name
-        assert option.get("default") == spec[name].get("default"), name
+    doc = assert_read_only_module_documented(mod, spec)
     assert set(doc["options"]["expected_nodes"]["suboptions"]) == set(spec["expected_nodes"]["options"])
-    assert doc["attributes"]["check_mode"]["support"] == "full"
-    yaml.safe_load(mod.EXAMPLES)
-    yaml.safe_load(mod.RETURN)
