@@ -1,5 +1,6 @@
-"""Pure logic of rlinf.cluster.code_sync: measure the `rlinf/` tree, hash what a wheel is
-built from, and explain an oversized tree. No Ansible imports, so unit tests run it directly."""
+"""Pure logic of the rlinf.cluster.code_tree module: measure the `rlinf/` tree, explain an
+oversized one, hash what a wheel is built from, list what rsync copies. No Ansible imports,
+so unit tests run it directly."""
 
 from __future__ import annotations
 
@@ -12,23 +13,54 @@ MIB = 1024 * 1024
 BUILD_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "MANIFEST.in")
 
 
-def _excluded(name: str, excludes: list[str]) -> bool:
-    return any(fnmatch.fnmatch(name, pattern.rstrip("/")) for pattern in excludes)
+def _excluded(rel: str, excludes: list[str]) -> bool:
+    """rsync's reading of an exclude: a pattern without a slash matches the name at any
+    depth; one with a slash matches the end of the relative path (a leading / anchors it)."""
+    name = os.path.basename(rel)
+    for pattern in excludes:
+        pattern = pattern.rstrip("/")
+        if "/" not in pattern:
+            if fnmatch.fnmatch(name, pattern):
+                return True
+        elif pattern.startswith("/"):
+            if fnmatch.fnmatch(rel, pattern[1:]):
+                return True
+        elif fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel, "*/" + pattern):
+            return True
+    return False
+
+
+def _pruned_walk(root: str, excludes: list[str]):
+    """os.walk of root, sorted, with excluded directories pruned and excluded files dropped;
+    yields (relative directory, subdirectory names, file names)."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
+        rel_dir = "" if rel_dir == "." else rel_dir
+        dirnames[:] = sorted(d for d in dirnames if not _excluded(os.path.join(rel_dir, d), excludes))
+        yield rel_dir, dirnames, sorted(f for f in filenames if not _excluded(os.path.join(rel_dir, f), excludes))
 
 
 def walk_files(root: str, excludes: list[str] | None = None):
-    """Yield (relative path, size) of every regular file under root, sorted, skipping any
-    file or directory whose name matches one of `excludes` (fnmatch patterns on the name)."""
-    excludes = excludes or []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not _excluded(d, excludes))
-        for name in sorted(filenames):
-            if _excluded(name, excludes):
-                continue
-            path = os.path.join(dirpath, name)
+    """Yield (relative path, size) of every regular file under root, sorted, skipping what
+    `excludes` matches (rsync-style patterns, see _excluded) and symlinks."""
+    for rel_dir, _, filenames in _pruned_walk(root, excludes or []):
+        for name in filenames:
+            path = os.path.join(root, rel_dir, name)
             if os.path.islink(path) or not os.path.isfile(path):
                 continue
-            yield os.path.relpath(path, root), os.path.getsize(path)
+            yield os.path.join(rel_dir, name), os.path.getsize(path)
+
+
+def copied_paths(root: str, excludes: list[str] | None = None) -> dict:
+    """What `rsync -a` with these excludes copies from root: `files` (symlinks included,
+    also those to directories) and `dirs`, deepest first so they can be removed in order."""
+    files, dirs = [], []
+    for rel_dir, dirnames, filenames in _pruned_walk(root, excludes or []):
+        links = [d for d in dirnames if os.path.islink(os.path.join(root, rel_dir, d))]
+        files.extend(os.path.join(rel_dir, name) for name in sorted(filenames + links))
+        dirs.extend(os.path.join(rel_dir, d) for d in dirnames if d not in links)
+    dirs.sort(key=lambda rel: (-rel.count(os.sep), rel))
+    return {"files": files, "dirs": dirs}
 
 
 def measure_tree(root: str, excludes: list[str] | None = None, top: int = 10) -> dict:

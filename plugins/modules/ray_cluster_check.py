@@ -24,13 +24,8 @@ description:
 version_added: 0.1.0
 author:
   - rlinf-ansible maintainers
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads, so it runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing to diff.
+extends_documentation_fragment:
+  - rlinf.cluster.attributes.read_only
 options:
   address:
     description:

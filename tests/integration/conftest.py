@@ -28,6 +28,7 @@ PLAYBOOK_TIMEOUT = 900
 # Prefix for commands on a node that act as a Ray driver: the nodes' environment, with
 # RAY_AUTH_MODE and the token's path, as Ray itself runs with.
 NODE_ENV = "set -a; . /etc/rlinf/rlinf.env; set +a;"
+DATA = Path(__file__).parent / "data"
 SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
 
 
@@ -62,6 +63,24 @@ def write_inventory(tmp_path: Path, mutate) -> Path:
     (inventory / "hosts.yml").write_text(yaml.safe_dump(data, sort_keys=False))
     (inventory / "group_vars" / "all.yml").write_text((LAB_INVENTORY / "group_vars" / "all.yml").read_text())
     return inventory
+
+
+def fake_checkout(root: Path, marker: str) -> Path:
+    """A tiny RLinf checkout whose rlinf.__version__ is ``marker``, with a .git and a logs/
+    that code sync must leave out."""
+    (root / "rlinf").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        '[project]\nname = "rlinf"\nversion = "0.0.0+codesynctest"\n\n[tool.setuptools]\npackages = ["rlinf"]\n'
+    )
+    (root / "rlinf" / "__init__.py").write_text(f'__version__ = "{marker}"\n')
+    (root / "marker_driver.py").write_text((DATA / "marker_driver.py").read_text())
+    # Things rsync must leave out.
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / "logs").mkdir()
+    (root / "logs" / "train.log").write_text("old log\n")
+    return root
 
 
 def ssh(address: str, command: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:

@@ -8,31 +8,25 @@ import json
 import shlex
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
-from conftest import NODE_ENV, SSH_OPTS, lab_hosts, lab_key, probe_cluster, run_playbook, ssh, wait_for_alive
+from conftest import (
+    DATA,
+    NODE_ENV,
+    SSH_OPTS,
+    fake_checkout,
+    lab_hosts,
+    lab_key,
+    probe_cluster,
+    run_playbook,
+    ssh,
+    wait_for_alive,
+)
 
 pytestmark = pytest.mark.lab
 
-DATA = Path(__file__).parent / "data"
 VENV_PY = "/opt/rlinf/venv/bin/python"
-
-
-def fake_checkout(root: Path, marker: str) -> Path:
-    (root / "rlinf").mkdir(parents=True)
-    (root / "pyproject.toml").write_text(
-        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n\n'
-        '[project]\nname = "rlinf"\nversion = "0.0.0+codesynctest"\n\n[tool.setuptools]\npackages = ["rlinf"]\n'
-    )
-    (root / "rlinf" / "__init__.py").write_text(f'__version__ = "{marker}"\n')
-    (root / "marker_driver.py").write_text((DATA / "marker_driver.py").read_text())
-    # Things rsync must leave out.
-    (root / ".git").mkdir()
-    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    (root / "logs").mkdir()
-    (root / "logs" / "train.log").write_text("old log\n")
-    return root
+RECORDS = "/opt/rlinf/code-sync-checkouts"
 
 
 def marker_results(stdout: str) -> dict:
@@ -72,8 +66,15 @@ def test_rsync_marker_on_every_node_and_idempotent(tmp_path):
         result = marker_results(proc.stdout)
         assert_marker_everywhere(result, marker, hosts)
         assert {n["file"] for n in result["nodes"]} == {f"{dest}/rlinf/__init__.py"}
+        # The record teardown's purge reads: exactly what was copied.
+        record = json.loads(ssh(head, f"cat {RECORDS}/*.json").stdout)
+        assert record == {
+            "dest": dest,
+            "files": ["marker_driver.py", "pyproject.toml", "rlinf/__init__.py"],
+            "dirs": ["rlinf"],
+        }
     finally:
-        remove_everywhere(hosts, dest)
+        remove_everywhere(hosts, dest, RECORDS)
 
 
 def test_ray_mode_checks_the_head_and_launch_ships_rlinf(tmp_path):

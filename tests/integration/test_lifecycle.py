@@ -6,11 +6,16 @@ The tests run in file order and share the lab: each one leaves the cluster up fo
 from __future__ import annotations
 
 import pytest
-from conftest import lab_hosts, probe_cluster, ray_processes, run_playbook, ssh, wait_for_alive
+from conftest import fake_checkout, lab_hosts, probe_cluster, ray_processes, run_playbook, ssh, wait_for_alive
 
 pytestmark = pytest.mark.lab
 
-INSTALLED = "/opt/rlinf/venv /etc/rlinf/rlinf.env /etc/rlinf/ray-auth-token /etc/systemd/system/rlinf-ray.service"
+INSTALLED = (
+    "/opt/rlinf/venv /etc/rlinf/rlinf.env /etc/rlinf/ray-auth-token /etc/systemd/system/rlinf-ray.service"
+    " /opt/rlinf/code-sync-checkouts"
+)
+# A checkout rlinf_code_sync=rsync copies for the purge test.
+SYNCED = "/srv/rlinf-purge-checkout"
 
 
 @pytest.fixture(scope="module")
@@ -21,6 +26,13 @@ def hosts():
 @pytest.fixture(scope="module")
 def head(hosts):
     return next(iter(hosts.values()))
+
+
+@pytest.fixture
+def synced_checkout(hosts):
+    yield SYNCED
+    for address in hosts.values():
+        ssh(address, f"rm -rf {SYNCED}", check=False)
 
 
 def assert_ranks_follow_inventory(nodes, hosts):
@@ -73,9 +85,21 @@ def test_rebuild_restores_the_cluster(tmp_path, hosts, head):
     assert_ranks_follow_inventory(wait_for_alive(head, len(hosts)), hosts)
 
 
-def test_purge_removes_what_we_installed_and_keeps_user_data(tmp_path, hosts, head):
+def test_purge_removes_what_we_installed_and_keeps_user_data(tmp_path, hosts, head, synced_checkout):
     worker = list(hosts.values())[1]
     ssh(worker, "mkdir -p /opt/rlinf/checkpoints && echo step-100 > /opt/rlinf/checkpoints/ckpt.txt")
+    # The synced checkout: code_sync created it on every node but the last, where the
+    # operator's own clone was already there (with a log), so that one is not the project's.
+    own = list(hosts.values())[-1]
+    ssh(own, f"mkdir -p {synced_checkout}/logs && echo mine > {synced_checkout}/logs/own.log")
+    src = fake_checkout(tmp_path / "RLinf", "purge")
+    extra = {"rlinf_code_sync": "rsync", "rlinf_src": str(src), "rlinf_code_dest": synced_checkout}
+    sync = run_playbook("tests/integration/data/code_sync.yml", tmp_path, extravars=extra)
+    assert sync.rc == 0, sync.stdout[-3000:]
+    created = [address for address in hosts.values() if address != own]
+    for address in created:
+        # Training writes logs into the checkout: user data that purge must keep.
+        ssh(address, f"mkdir -p {synced_checkout}/logs && echo step-100 > {synced_checkout}/logs/train.log")
     # ansible-runner answers the typed confirmation (a pty, as for a person) with "no".
     refused = run_playbook(
         "teardown.yml", tmp_path, extravars={"teardown_purge": True}, passwords={r"Type 'yes' to go on": "no"}
@@ -92,6 +116,12 @@ def test_purge_removes_what_we_installed_and_keeps_user_data(tmp_path, hosts, he
         assert gone.returncode != 0 and gone.stdout == "", f"purge left files on {name}: {gone.stdout}"
     assert ssh(worker, "cat /opt/rlinf/checkpoints/ckpt.txt").stdout.strip() == "step-100"
     ssh(worker, "rm -rf /opt/rlinf/checkpoints")
+    synced_files = ["logs/own.log", "marker_driver.py", "pyproject.toml", "rlinf/__init__.py"]
+    for address in hosts.values():
+        left = ssh(address, f"cd {synced_checkout} && find . -type f | sort").stdout.split()
+        # The synced checkout is gone where code_sync created it; the logs stay.
+        expected = ["./logs/train.log"] if address in created else [f"./{f}" for f in synced_files]
+        assert left == expected, (address, left)
 
     # Deploy again on top of the purge (ceph-ansible's purge test).
     run = run_playbook("site.yml", tmp_path)

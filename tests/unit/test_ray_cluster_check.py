@@ -11,31 +11,12 @@ import types
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
+from module_docs import assert_read_only_module_documented
+from module_results import ExitJson, FailJson
 
 from ansible_collections.rlinf.cluster.plugins.modules import ray_cluster_check as mod
 
 PY = "3.11.2 (main, Mar 13 2023, 12:18:29) [GCC 12.2.0]"
-
-
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-@pytest.fixture
-def module_exits(monkeypatch):
-    def exit_json(self, **kwargs):
-        raise ExitJson(kwargs)
-
-    def fail_json(self, msg, **kwargs):
-        kwargs["msg"] = msg
-        raise FailJson(kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
 
 
 @pytest.fixture
@@ -397,16 +378,7 @@ def test_probe_task_reads_env_and_versions(monkeypatch):
 
 
 def test_documentation_matches_argument_spec():
-    import yaml
-
-    doc = yaml.safe_load(mod.DOCUMENTATION)
     with patch_module_args({"address": "1.2.3.4:6379", "expected_nodes": []}):
         spec = mod.build_module().argument_spec
-    assert set(doc["options"]) == set(spec)
-    for name, option in doc["options"].items():
-        assert option.get("type") == spec[name].get("type"), name
-        assert option.get("default") == spec[name].get("default"), name
+    doc = assert_read_only_module_documented(mod, spec)
     assert set(doc["options"]["expected_nodes"]["suboptions"]) == set(spec["expected_nodes"]["options"])
-    assert doc["attributes"]["check_mode"]["support"] == "full"
-    yaml.safe_load(mod.EXAMPLES)
-    yaml.safe_load(mod.RETURN)

@@ -1,0 +1,19 @@
+# Copyright (c) rlinf-ansible maintainers
+# Apache-2.0 (see galaxy.yml)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    # The attributes of a module that only reads (extends_documentation_fragment:
+    # rlinf.cluster.attributes.read_only).
+    READ_ONLY = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads, so it runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing to diff.
+"""
