@@ -19,13 +19,8 @@ description:
 version_added: 0.1.0
 author:
   - rlinf-ansible maintainers
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads, so it runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing to diff.
+extends_documentation_fragment:
+  - rlinf.cluster.attributes.read_only
 options:
   virtualenv:
     description: Directory of the venv (its interpreter is C(bin/python) there).
@@ -115,14 +110,14 @@ print(json.dumps([line for text in json.loads(sys.argv[1]) for line in problems(
 """
 
 
+ARGUMENT_SPEC = {
+    "virtualenv": {"type": "path", "required": True},
+    "requirements": {"type": "list", "elements": "str", "required": True},
+}
+
+
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "virtualenv": {"type": "path", "required": True},
-            "requirements": {"type": "list", "elements": "str", "required": True},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     python = os.path.join(module.params["virtualenv"], "bin", "python")
     requirements = module.params["requirements"]
     if not os.path.exists(python):

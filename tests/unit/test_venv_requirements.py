@@ -5,30 +5,13 @@ from __future__ import annotations
 import sys
 
 import pytest
-from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
+from module_docs import assert_read_only_module_documented
+from module_results import ExitJson, FailJson
 
 from ansible_collections.rlinf.cluster.plugins.modules import venv_requirements as mod
 
-
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def module_exits(monkeypatch):
-    def exit_json(self, **kwargs):
-        raise ExitJson(kwargs)
-
-    def fail_json(self, msg, **kwargs):
-        raise FailJson({"msg": msg, **kwargs})
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+pytestmark = pytest.mark.usefixtures("module_exits")
 
 
 def dist(site, name, version, requires=()):
@@ -91,3 +74,7 @@ def test_a_broken_interpreter_fails_with_the_venv_named(venv):
     (venv / "bin" / "python").write_text("#!/bin/sh\necho boom >&2; exit 3\n")
     result = run({"virtualenv": str(venv), "requirements": ["demo==1.0"]})
     assert result["msg"] == f"cannot read the venv {venv}: boom"
+
+
+def test_documentation_matches_the_argument_spec():
+    assert_read_only_module_documented(mod, mod.ARGUMENT_SPEC)
