@@ -120,6 +120,15 @@ def test_ray_ports_only_from_cluster_nodes(tmp_path, hosts):
     assert controller_connects_soon(head, CLIENT), "with the firewall off the client port is Ray's again"
 
 
+def test_a_limit_that_leaves_nodes_out_is_refused(tmp_path, hosts):
+    head_name, head = next(iter(hosts.items()))
+    run = run_playbook("site.yml", tmp_path, inventory=write_inventory(tmp_path, with_firewall([])), limit=head_name)
+    assert run.rc != 0
+    assert "the firewall needs every Ray node's address" in run.stdout, run.stdout[-3000:]
+    assert run.changed() == {}, run.changed()
+    assert ssh(head, TABLE, check=False).returncode != 0, "the head got rules without the workers' addresses"
+
+
 def test_purge_removes_the_firewall(tmp_path, hosts):
     head = next(iter(hosts.values()))
     inventory = write_inventory(tmp_path, with_firewall([]))
