@@ -60,6 +60,25 @@ all:
         w1: {ansible_host: 192.0.2.11, easytier_ipv4: 10.144.0.7}
 """
 
+FIREWALL_CLASH = """
+all:
+  vars: {rlinf_firewall_enabled: true}
+  children:
+    ray_head:
+      hosts:
+        head: {ansible_host: 192.0.2.10, rlinf_gpus_per_node: 0, rlinf_firewall_client_sources: [not-an-address]}
+    ray_workers:
+      hosts:
+        w1:
+          ansible_host: 192.0.2.10
+          rlinf_gpus_per_node: 0
+          ray_port: 7379
+          ray_temp_dir: /tmp/ray-w1
+          rlinf_env_file: /etc/rlinf/w1.env
+          ray_node_unit_name: rlinf-ray-w1
+        w2: {ansible_host: 192.0.2.11, ray_node_manager_port: 10005}
+"""
+
 CONFIG = """
 cluster:
   num_nodes: 2
@@ -114,6 +133,7 @@ def runs(tmp_path_factory):
         "good": _Run(base / "good", GOOD, "-e", f"rlinf_config={config}"),
         "bad_ranks": _Run(base / "bad_ranks", BAD_RANKS),
         "overlay_clash": _Run(base / "overlay_clash", OVERLAY_CLASH),
+        "firewall_clash": _Run(base / "firewall_clash", FIREWALL_CLASH),
         "bad_config": _Run(
             base / "bad_config", GOOD, "-e", f"rlinf_config={bad_config}", "-e", "rlinf_ray_version=2.46.0"
         ),
@@ -178,3 +198,12 @@ def test_overlay_addresses_are_checked_before_any_node_is_touched(runs):
     result = runs["overlay_clash"]
     assert result.returncode == 2, result.stdout + result.stderr
     assert "hosts head, w1: they share the overlay address 10.144.0.7" in result.stdout
+
+
+def test_firewall_ports_and_sources_are_checked_before_any_node_is_touched(runs):
+    result = runs["firewall_clash"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    out = " ".join(result.stdout.split())
+    assert "hosts head, w1: both pin port 6380 (ray_node_manager_port) on machine 192.0.2.10" in out
+    assert "host 'w2': ray_node_manager_port=10005 lies in the worker port range 10002-19999" in out
+    assert "rlinf_firewall_client_sources: 'not-an-address' is not an IPv4 address" in out
