@@ -237,6 +237,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state im
     normalize_expected,
     normalize_totals,
 )
+from ansible_collections.rlinf.cluster.plugins.module_utils.ray_env import read_ray_env  # noqa: E402
 
 # Seconds to wait for an extra ALIVE node to vanish once every expected node is ALIVE (a
 # killed raylet's entry stays ALIVE until the GCS health check gives up on it).
@@ -305,28 +306,6 @@ def split_address(address):
     if not host or not port.isdigit():
         return None, None
     return host.strip("[]"), int(port)
-
-
-def read_ray_env(path):
-    """RAY_* assignments of an env file (systemd EnvironmentFile syntax, simple subset)."""
-    values = {}
-    if not path or not os.path.isfile(path):
-        return values
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line or line.startswith("#") or "=" not in line:
-                continue
-            key, _, value = line.partition("=")
-            key = key.strip()
-            if key.startswith("export "):
-                key = key[len("export ") :].strip()
-            value = value.strip()
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-                value = value[1:-1]
-            if key.startswith("RAY_"):
-                values[key] = value
-    return values
 
 
 class RayClusterCheck:

@@ -124,6 +124,23 @@ def run_playbook(playbook: str, tmp_path: Path, inventory: Path = LAB_INVENTORY,
     return PlaybookRun(runner)
 
 
+def run_status(tmp_path, inventory=LAB_INVENTORY, **extravars):
+    """status.yml and the JSON report it wrote."""
+    report = tmp_path / f"report-{time.monotonic_ns()}.json"
+    extravars = {"cluster_report_path": str(report), **extravars}
+    run = run_playbook("status.yml", tmp_path, inventory=inventory, extravars=extravars)
+    return run, json.loads(report.read_text())
+
+
+def repaired_by_site(tmp_path, hosts):
+    """One site.yml run, then status.yml: every host ALIVE."""
+    run = run_playbook("site.yml", tmp_path)
+    assert run.rc == 0, run.stdout[-3000:]
+    status, report = run_status(tmp_path)
+    assert status.rc == 0 and report["ok"], report["problems"]
+    assert [n["state"] for n in report["nodes"]] == ["ALIVE"] * len(hosts)
+
+
 def run_controller_playbook(tmp_path: Path, name: str, playbook_text: str, variables: dict):
     """Run a playbook on the controller alone (`-i localhost,`), with ``variables`` as extra vars."""
     playbook = tmp_path / f"{name}.yml"
@@ -166,3 +183,14 @@ def ray_processes(address: str) -> list[str]:
     # The [x] brackets keep the grep and the ssh shell from matching themselves.
     proc = ssh(address, "ps -eo pid,args | grep -E '[r]aylet|[g]cs_server|[r]ay start|[d]efault_worker' || true")
     return [line for line in proc.stdout.splitlines() if line.strip()]
+
+
+def lab_container(host: str) -> str:
+    """The podman container of a lab host: lab/lab.py names each container after its host."""
+    proc = subprocess.run(
+        ["podman", "container", "inspect", "--format", '{{ index .Config.Labels "rlinf.lab" }}', host],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0 and proc.stdout.strip(), f"{host} is not a lab container: {proc.stderr.strip()}"
+    return host

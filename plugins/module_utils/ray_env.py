@@ -1,0 +1,30 @@
+"""The RAY_* settings of the nodes' env file, for a driver or GCS client started by a module.
+
+Ray reads RAY_AUTH_MODE / RAY_AUTH_TOKEN_PATH at import time: set them before importing ray.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def read_ray_env(path):
+    """RAY_* assignments of an env file (systemd EnvironmentFile syntax, simple subset)."""
+    values = {}
+    if not path or not os.path.isfile(path):
+        return values
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line or line.startswith("#") or "=" not in line:
+                continue
+            key, _, value = line.partition("=")
+            key = key.strip()
+            if key.startswith("export "):
+                key = key[len("export ") :].strip()
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            if key.startswith("RAY_"):
+                values[key] = value
+    return values

@@ -1,0 +1,220 @@
+"""Fault drills on the lab: break something for real, see it detected, then ONE site.yml run
+repairs it (every host ALIVE with its rank). Complements test_faults.py; leaves the lab healthy.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import (
+    NODE_ENV,
+    lab_container,
+    lab_hosts,
+    probe_cluster,
+    repaired_by_site,
+    run_playbook,
+    run_status,
+    ssh,
+    write_inventory,
+)
+from secret_audit import controller_files_holding, node_audit, node_leaks
+
+pytestmark = pytest.mark.lab
+
+VENV_PYTHON = "/opt/rlinf/venv/bin/python"
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    return lab_hosts()
+
+
+def gcs_alive_ips(head: str) -> set[str]:
+    """IPs the head's GCS lists as ALIVE now (one RPC, no driver)."""
+    script = (
+        "import sys\nfrom ray._raylet import GcsClient\n"
+        "infos = GcsClient(address=sys.argv[1]).get_all_node_info(timeout=5).values()\n"
+        "print(' '.join(i.node_manager_address for i in infos if i.state == 0))\n"
+    )
+    proc = ssh(head, f"{NODE_ENV} {VENV_PYTHON} - {head}:6379", stdin=script)
+    return set(proc.stdout.split())
+
+
+def session_of(address: str) -> str:
+    return ssh(address, "readlink /tmp/ray/session_latest").stdout.strip()
+
+
+def test_killed_head_every_worker_rejoins_the_new_head_with_one_site_run(tmp_path, hosts):
+    (_, head), *workers = hosts.items()
+    old_head_id = probe_cluster(head)[head]["node_id"]
+    # Every Ray process of the head at once; systemd starts a new head (new GCS: Ray keeps
+    # no cluster state without GCS fault tolerance), the workers' raylets are orphaned.
+    ssh(head, "systemctl kill -s KILL rlinf-ray")
+    script = (Path(__file__).parent / "new_gcs_alive.py").read_text()
+    proc = ssh(head, f"{NODE_ENV} {VENV_PYTHON} - {head}:6379 {old_head_id}", stdin=script)
+    alive_in_new_gcs = json.loads(proc.stdout.strip().splitlines()[-1])
+    # Detected: the new cluster has none of the workers (they can only join after their raylet
+    # exits and systemd restarts it, RestartSec=5, while this answer comes within ~0.2 s).
+    assert not {address for _, address in workers} & set(alive_in_new_gcs), alive_in_new_gcs
+    repaired_by_site(tmp_path, hosts)
+    # Every worker is a member of the new head's cluster (same session), not of the old one.
+    head_session = session_of(head)
+    assert {name: session_of(address) for name, address in workers} == {name: head_session for name, _ in workers}
+
+
+def test_hung_worker_raylet_is_detected_and_restarted_by_one_site_run(tmp_path, hosts):
+    head = next(iter(hosts.values()))
+    name, address = list(hosts.items())[2]
+    # A frozen raylet: its process stays, so neither `ray start --block` nor systemd notices;
+    # Ray marks the node DEAD after its health checks and nothing brings it back.
+    ssh(address, "kill -STOP $(pgrep -x raylet)")
+    try:
+        status, report = run_status(tmp_path, ray_check_timeout=10)
+        assert status.rc != 0
+        problems = "\n".join(report["problems"])
+        assert name in problems and "rank 2" in problems, problems
+        deadline = time.monotonic() + 180
+        while address in gcs_alive_ips(head):
+            assert time.monotonic() < deadline, f"the GCS still lists {name} ALIVE after 180 s"
+            time.sleep(5)
+        assert ssh(address, "systemctl is-active rlinf-ray").stdout.strip() == "active"
+        run = run_playbook("site.yml", tmp_path)
+        assert run.rc == 0, run.stdout[-3000:]
+        # site.yml restarted exactly that worker (the head's GCS did not have it ALIVE).
+        changed = {n: run.changed().get(n, 0) for n in hosts}
+        assert changed == {n: (1 if n == name else 0) for n in hosts}, changed
+    finally:
+        # A frozen raylet left behind would stop every later test; SIGCONT is harmless otherwise.
+        ssh(address, "kill -CONT $(pgrep -x raylet) || true", check=False)
+    status, report = run_status(tmp_path)
+    assert status.rc == 0 and report["ok"], report["problems"]
+    assert [n["state"] for n in report["nodes"]] == ["ALIVE"] * len(hosts)
+
+
+def test_host_unreachable_mid_run_is_named_and_the_others_finish(tmp_path, hosts):
+    (head_name, head), (other_name, other), (lost_name, _) = hosts.items()
+    container = lab_container(lost_name)
+    paused = []
+    reached_by = {}
+
+    def on_event(event):
+        data = event.get("event_data") or {}
+        # After validation and preflight (which refuse an unreachable host up front): the first
+        # task of the Python environment, when the run has started changing nodes.
+        if event.get("event") == "playbook_on_task_start" and not paused and "python_env" in str(data.get("role")):
+            subprocess.run(["podman", "pause", container], check=True, capture_output=True)
+            paused.append(data.get("task"))
+        if event.get("event") == "runner_on_ok":
+            reached_by.setdefault(data.get("host"), []).append(data.get("task"))
+        return True
+
+    try:
+        run = run_playbook("site.yml", tmp_path, event_handler=on_event, extravars={"ray_check_timeout": 10})
+        assert paused, "the run never reached the Python environment"
+        assert run.rc != 0
+        assert f"fatal: [{lost_name}]: UNREACHABLE!" in run.stdout, run.stdout[-3000:]
+        said = " ".join(run.stdout.split())
+        assert f"{lost_name}: failed or became unreachable during this run" in said, run.stdout[-3000:]
+        assert f"Make {lost_name} reachable" in said and "then re-run site.yml" in said
+        # The other hosts ran to the end: Ray started on both, the check ran on the head.
+        start = "Start Ray, or restart it when its unit, environment or venv changed"
+        assert start in reached_by.get(head_name, []) and start in reached_by.get(other_name, [])
+        assert "Check the Ray cluster against the inventory" not in reached_by.get(lost_name, [])
+        for address in (head, other):
+            assert ssh(address, "systemctl is-active rlinf-ray").stdout.strip() == "active"
+        assert {head, other} <= set(probe_cluster(head))
+    finally:
+        subprocess.run(["podman", "unpause", container], capture_output=True)
+    repaired_by_site(tmp_path, hosts)
+
+
+PURGE_EASYTIER = """
+- name: Remove the drill's EasyTier overlay
+  hosts: ray_head:ray_workers:easytier_bootstrap
+  gather_facts: false
+  tasks:
+    - name: Purge EasyTier
+      ansible.builtin.include_role:
+        name: rlinf.cluster.easytier
+        tasks_from: purge.yml
+"""
+
+
+def overlay_inventory(tmp_path, hosts, network_secret):
+    """The lab with an EasyTier overlay: the head is the bootstrap, Ray runs on overlay IPs."""
+    head_name = next(iter(hosts))
+    overlay_vars = {
+        "easytier_enabled": True,
+        "easytier_network_name": "rlinf-drill",
+        "easytier_network_secret": network_secret,
+    }
+
+    def add_overlay(groups):
+        groups["easytier_bootstrap"] = {"hosts": {head_name: None}}
+        for group in groups.values():
+            group["vars"] = dict(group.get("vars") or {}, **overlay_vars)
+
+    return write_inventory(tmp_path, add_overlay)
+
+
+def unit_pid(address: str, unit: str) -> tuple[str, str]:
+    out = ssh(address, f"systemctl is-active {unit}; systemctl show -p MainPID --value {unit}", check=False)
+    state, pid = [*out.stdout.split(), "", ""][:2]
+    return state, pid
+
+
+def test_killed_easytier_is_restarted_by_systemd_and_ray_recovers_over_the_overlay(tmp_path, hosts):
+    network_secret = f"rlinf-drill-TEST-ONLY-{secrets.token_hex(16)}"
+    inventory = overlay_inventory(tmp_path, hosts, network_secret)
+    name, address = list(hosts.items())[1]
+    try:
+        run = run_playbook("site.yml", tmp_path, inventory=inventory)
+        assert run.rc == 0, run.stdout[-3000:]
+        status, report = run_status(tmp_path, inventory)
+        assert status.rc == 0, report["problems"]
+        assert all(n["ip"].startswith("10.144.") for n in report["nodes"]), report["nodes"]
+
+        state, before = unit_pid(address, "easytier")
+        assert state == "active" and before != "0"
+        ssh(address, "systemctl kill -s KILL easytier")
+        deadline = time.monotonic() + 90
+        while True:
+            state, pid = unit_pid(address, "easytier")
+            if state == "active" and pid not in ("0", before):
+                break
+            assert time.monotonic() < deadline, f"{name}: easytier not back within 90 s ({state}, PID {pid})"
+            time.sleep(2)
+        # Ray over the overlay is whole again within the check's bounded wait.
+        status, report = run_status(tmp_path, inventory, ray_check_timeout=120)
+        assert status.rc == 0 and report["ok"], report["problems"]
+        assert [n["state"] for n in report["nodes"]] == ["ALIVE"] * len(hosts)
+
+        # The network secret: never in the Ansible output, only in 0600 files on the nodes.
+        assert network_secret not in run.stdout
+        leaks = {}
+        runner_files = controller_files_holding(network_secret.encode(), *tmp_path.glob("runner-*"))
+        if runner_files:
+            leaks["ansible-runner output"] = runner_files
+        for host, host_address in hosts.items():
+            audit = node_audit(host_address, network_secret)
+            assert audit["files"], f"{host}: the secret is in no file (is the overlay configured?)"
+            leaks.update(node_leaks(host, audit))
+        assert not leaks, f"the EasyTier secret leaked: {leaks}"
+    finally:
+        # Back to the lab's own addresses first (Ray leaves the overlay), then remove EasyTier.
+        back = run_playbook("site.yml", tmp_path)
+        purge = run_playbook(str(write_purge(tmp_path)), tmp_path, inventory=inventory)
+    assert back.rc == 0, back.stdout[-3000:]
+    assert purge.rc == 0, purge.stdout[-3000:]
+    repaired_by_site(tmp_path, hosts)
+
+
+def write_purge(tmp_path):
+    playbook = tmp_path / "purge-easytier.yml"
+    playbook.write_text(PURGE_EASYTIER)
+    return playbook

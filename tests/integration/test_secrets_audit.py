@@ -1,0 +1,67 @@
+"""Secrets audit: after a full site.yml run with token auth on, the Ray token is only in 0600
+files, on the nodes and on the controller, and nowhere in process lists, journals or the
+Ansible output (stdout and the runner's job events). Leaves the lab healthy.
+(The EasyTier network secret gets the same audit in test_drills.py, where an overlay runs.)
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from conftest import ROOT, lab_hosts, run_playbook, ssh
+from secret_audit import controller_files_holding, controller_processes_holding, node_audit, node_leaks
+
+pytestmark = pytest.mark.lab
+
+CONTROLLER_TOKEN = ROOT / "artifacts" / "secrets" / "ray-auth-token"
+NODE_TOKEN = "/etc/rlinf/ray-auth-token"
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    return lab_hosts()
+
+
+def test_after_a_full_run_the_token_is_only_in_0600_files(tmp_path, hosts):
+    token = CONTROLLER_TOKEN.read_text().strip()
+    assert len(token) >= 32, "the controller's token file is missing: run site.yml once first"
+    secret = token.encode()
+    worker = list(hosts)[1]
+    # Make the run write the token again (and restart that node's Ray with it), so the secret
+    # really travels through the run; verbose with diffs, as someone debugging would run it.
+    ssh(hosts[worker], f"rm -f {NODE_TOKEN}")
+    seen_on_controller = []
+
+    def on_event(event):
+        if event.get("event") == "runner_on_ok" and not seen_on_controller:
+            seen_on_controller.extend(controller_processes_holding(secret))
+        return True
+
+    run = run_playbook("site.yml", tmp_path, event_handler=on_event, verbosity=3, cmdline="--diff")
+    assert run.rc == 0, run.stdout[-3000:]
+    assert run.changed().get(worker, 0) >= 1, "the token was not written again"
+
+    leaks = {}
+    # The whole Ansible output: stdout and every file ansible-runner kept (job_events...).
+    assert token not in run.stdout
+    runner_files = controller_files_holding(secret, *tmp_path.glob("runner-*"))
+    if runner_files:
+        leaks["ansible-runner output"] = runner_files
+    if seen_on_controller:
+        leaks["controller processes during the run"] = seen_on_controller
+    # What the project keeps on the controller: only the 0600 token file may hold it.
+    controller = controller_files_holding(secret, ROOT / "artifacts", ROOT / ".lab")
+    loose = {path: mode for path, mode in controller.items() if mode != "600"}
+    if loose:
+        leaks["controller files not 0600"] = loose
+    assert controller.get(str(CONTROLLER_TOKEN)) == "600", controller
+
+    # Every node: process arguments and environments, the journal, every file.
+    with ThreadPoolExecutor(len(hosts)) as pool:
+        audits = dict(zip(hosts, pool.map(lambda a: node_audit(a, token), hosts.values()), strict=True))
+    for name, audit in audits.items():
+        assert audit["files"].get(NODE_TOKEN) == "600", f"{name}: {audit}"
+        leaks.update(node_leaks(name, audit))
+    holders = {name: sorted(audit["files"]) for name, audit in audits.items()}
+    assert not leaks, f"the token leaked: {leaks} (0600 holders: {holders}, controller: {sorted(controller)})"
