@@ -21,13 +21,8 @@ description:
 version_added: 0.1.0
 author:
   - rlinf-ansible maintainers
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads, so it runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing to diff.
+extends_documentation_fragment:
+  - rlinf.cluster.attributes.read_only
 options:
   address:
     description: GCS address of the head, C(ip:port).
@@ -160,24 +155,27 @@ def membership(expected, records):
     }
 
 
+ARGUMENT_SPEC = dict(
+    address=dict(type="str", required=True),
+    expected_nodes=dict(
+        type="list",
+        elements="dict",
+        required=True,
+        options=dict(
+            name=dict(type="str", required=True),
+            rank=dict(type="int", required=True),
+            ip=dict(type="str", required=True),
+            temp_dir=dict(type="str"),
+        ),
+    ),
+    env_file=dict(type="path"),
+    timeout=dict(type="int", default=10),
+)
+
+
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            address=dict(type="str", required=True),
-            expected_nodes=dict(
-                type="list",
-                elements="dict",
-                required=True,
-                options=dict(
-                    name=dict(type="str", required=True),
-                    rank=dict(type="int", required=True),
-                    ip=dict(type="str", required=True),
-                    temp_dir=dict(type="str"),
-                ),
-            ),
-            env_file=dict(type="path"),
-            timeout=dict(type="int", default=10),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         supports_check_mode=True,
     )
     address = module.params["address"]

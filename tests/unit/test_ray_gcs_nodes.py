@@ -6,8 +6,9 @@ import os
 from types import SimpleNamespace
 
 import pytest
-from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
+from module_docs import assert_read_only_module_documented
+from module_results import ExitJson, FailJson
 
 from ansible_collections.rlinf.cluster.plugins.modules import ray_gcs_nodes as mod
 
@@ -15,22 +16,6 @@ WORKERS = [
     {"name": "worker1", "rank": 1, "ip": "10.0.0.11"},
     {"name": "worker2", "rank": 2, "ip": "10.0.0.12"},
 ]
-
-
-class Exit(Exception):
-    pass
-
-
-@pytest.fixture
-def module_exits(monkeypatch):
-    def exit_json(self, **kwargs):
-        raise Exit(("exit", kwargs))
-
-    def fail_json(self, msg, **kwargs):
-        raise Exit(("fail", dict(kwargs, msg=msg)))
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
 
 
 def info(ip, node_id, state=mod.GCS_ALIVE, socket=None):
@@ -67,10 +52,10 @@ def run(monkeypatch, client, check_mode=False, **params):
     args = {"address": "10.0.0.10:6379", "expected_nodes": WORKERS, **params}
     if check_mode:
         args["_ansible_check_mode"] = True
-    with patch_module_args(args), pytest.raises(Exit) as exc:
+    with patch_module_args(args), pytest.raises((ExitJson, FailJson)) as exc:
         mod.main()
-    kind, result = exc.value.args[0]
-    return kind, result, addresses
+    kind = "exit" if isinstance(exc.value, ExitJson) else "fail"
+    return kind, exc.value.args[0], addresses
 
 
 def test_every_worker_alive_means_none_missing(monkeypatch, module_exits):
@@ -136,3 +121,7 @@ def test_unusable_expected_nodes_fail_before_any_rpc(monkeypatch, module_exits):
     bad = [{"name": "w", "rank": 1, "ip": "10.0.0.11"}, {"name": "w", "rank": 2, "ip": "10.0.0.12"}]
     kind, result, addresses = run(monkeypatch, client, expected_nodes=bad)
     assert kind == "fail" and "share name" in result["msg"] and addresses == []
+
+
+def test_documentation_matches_the_argument_spec():
+    assert_read_only_module_documented(mod, mod.ARGUMENT_SPEC)
