@@ -8,12 +8,14 @@ On the first --nodes hosts (3, the lab's size):
     raw        only the essential steps over SSH: head `ray start`, workers in parallel,
                poll until every node is ALIVE (then `ray stop` inside each host)          (b)
     restart    site.yml from stopped Ray (venv and env file present)                      (a)
-Then bring-up from stopped Ray on the first N hosts for each --scale N, and the ratio of the
-largest to the smallest                                                                   (d)
+Then, for each --scale N, on the first N hosts from stopped Ray: the raw baseline and
+site.yml, and for each the ratio of the largest N to the smallest                        (d)
 
 The lab is LAB_NAME=rlinf-bench (10.89.79.0/24), sized for the largest N and removed at the
 end unless --keep; the default lab is not touched. Ansible runs with the profile_tasks
-callback, and the slowest tasks of each run are kept in the JSON.
+callback, and the slowest tasks of each run are kept in the JSON. Each step also gets the
+CPU seconds the lab hosts (their cgroups) and the controller (child processes) spent: all
+lab hosts share this machine's cores, which real fleets do not.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -43,6 +46,47 @@ def lab(*args: str) -> None:
     subprocess.run([sys.executable, str(ROOT / "lab" / "lab.py"), *args], env=os.environ | LAB_ENV, check=True)
 
 
+def node_cpu_seconds() -> float:
+    """CPU time used so far by every bench lab container (cgroup v1 cpuacct or v2 cpu.stat)."""
+    names = subprocess.run(
+        ["podman", "ps", "--filter", f"name=^{LAB_ENV['LAB_NAME']}-", "--format", "{{.Names}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    total = 0.0
+    for name in names:
+        cgroup = subprocess.run(
+            ["podman", "inspect", "--format", "{{.State.CgroupPath}}", name], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        v1 = Path("/sys/fs/cgroup/cpuacct") / cgroup.lstrip("/") / "cpuacct.usage"
+        if v1.exists():
+            total += int(v1.read_text()) / 1e9
+        else:
+            stat = (Path("/sys/fs/cgroup") / cgroup.lstrip("/") / "cpu.stat").read_text()
+            total += int(stat.split("usage_usec ", 1)[1].split()[0]) / 1e6
+    return total
+
+
+def controller_cpu_seconds() -> float:
+    """CPU time of the finished child processes (ansible-playbook and its forks, ssh)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(step):
+    """Wall time plus the CPU seconds the lab hosts and the controller spent on the step."""
+
+    def measured(*args, **kwargs):
+        nodes, controller = node_cpu_seconds(), controller_cpu_seconds()
+        figure = step(*args, **kwargs)
+        figure["node cpu"] = round(node_cpu_seconds() - nodes, 1)
+        figure["controller cpu"] = round(controller_cpu_seconds() - controller, 1)
+        return figure
+
+    return measured
+
+
 def slowest_tasks(stdout: str, count: int = 8) -> list[dict]:
     """The profile_tasks recap: the first `count` tasks by time, as printed (slowest first)."""
     recap = stdout.split("TASKS RECAP", 1)[-1]
@@ -54,6 +98,7 @@ def slowest_tasks(stdout: str, count: int = 8) -> list[dict]:
     return tasks[:count]
 
 
+@timed
 def run(playbook: str, inventory: Path, extravars: dict | None = None) -> dict:
     with tempfile.TemporaryDirectory() as private:
         started = time.monotonic()
@@ -111,6 +156,7 @@ def ssh(key: str, address: str, command: str) -> str:
     return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
 
 
+@timed
 def raw_bringup(inventory: Path) -> dict:
     """The manual procedure, scripted: what any bring-up must at least cost."""
     addresses, key = lab_hosts(inventory)
@@ -134,10 +180,14 @@ def raw_bringup(inventory: Path) -> dict:
             join.result()
     while int(ssh(key, head, count_alive).strip().splitlines()[-1]) < len(addresses):
         time.sleep(0.5)
-    seconds = time.monotonic() - started
+    return {"seconds": round(time.monotonic() - started, 1), "changed": None}
+
+
+def raw_stop(inventory: Path) -> None:
+    """`ray stop` inside each host that raw_bringup started Ray on."""
+    addresses, key = lab_hosts(inventory)
     with ThreadPoolExecutor(max_workers=len(addresses)) as pool:
         list(pool.map(lambda ip: ssh(key, ip, "/opt/rlinf/venv/bin/ray stop"), addresses))
-    return {"seconds": round(seconds, 1), "changed": None}
 
 
 def measure(nodes: int, scale: list[int], workdir: Path) -> dict:
@@ -150,28 +200,32 @@ def measure(nodes: int, scale: list[int], workdir: Path) -> dict:
         "no-op": run("site.yml", inventory),
         "teardown": run("teardown.yml", inventory),
         "raw": raw_bringup(inventory),
-        "restart": run("site.yml", inventory),
     }
+    raw_stop(inventory)
+    figures["restart"] = run("site.yml", inventory)
     figures["ratio restart/raw"] = {"seconds": round(figures["restart"]["seconds"] / figures["raw"]["seconds"], 2)}
     # Every host gets its venv once (untimed), so each N starts from stopped Ray alone.
     run("site.yml", everything)
     for count in scale:
         run("teardown.yml", everything)
+        figures[f"raw {count} nodes"] = raw_bringup(subset_inventory(workdir, count))
+        raw_stop(subset_inventory(workdir, count))
         figures[f"bring-up {count} nodes"] = run("site.yml", subset_inventory(workdir, count))
     smallest, largest = min(scale), max(scale)
-    figures[f"ratio {largest}/{smallest} nodes"] = {
-        "seconds": round(
-            figures[f"bring-up {largest} nodes"]["seconds"] / figures[f"bring-up {smallest} nodes"]["seconds"], 2
-        )
-    }
+    # All lab hosts share this machine's cores, so Ray's own start-up slows down with N; the
+    # raw ratio shows how much, the bring-up ratio what the playbooks add to it.
+    for kind in ("bring-up", "raw"):
+        ratio = figures[f"{kind} {largest} nodes"]["seconds"] / figures[f"{kind} {smallest} nodes"]["seconds"]
+        figures[f"ratio {kind} {largest}/{smallest}"] = {"seconds": round(ratio, 2)}
     return figures
 
 
 def report(figures: dict, path: Path) -> None:
-    print(f"{'step':<22} {'seconds':>8} {'changed':>8}")
+    print(f"{'step':<22} {'seconds':>8} {'changed':>8} {'node cpu':>9} {'ctl cpu':>8}")
     for step, figure in figures.items():
         changed = "" if figure.get("changed") is None else figure["changed"]
-        print(f"{step:<22} {figure['seconds']:>8} {changed:>8}")
+        cpu = [figure.get(key, "") for key in ("node cpu", "controller cpu")]
+        print(f"{step:<22} {figure['seconds']:>8} {changed:>8} {cpu[0]:>9} {cpu[1]:>8}")
     for step in ("no-op", "restart"):
         print(f"\nslowest tasks of {step} (profile_tasks):")
         for task in figures[step]["slowest"]:
