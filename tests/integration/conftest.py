@@ -29,6 +29,8 @@ PLAYBOOK_TIMEOUT = 900
 # RAY_AUTH_MODE and the token's path, as Ray itself runs with.
 NODE_ENV = "set -a; . /etc/rlinf/rlinf.env; set +a;"
 DATA = Path(__file__).parent / "data"
+# The cluster's token on the controller (roles/ray_auth generates it there, 0600).
+CONTROLLER_TOKEN = ROOT / "artifacts" / "secrets" / "ray-auth-token"
 SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
 
 
@@ -52,6 +54,12 @@ def lab_hosts() -> dict[str, str]:
         for name, hostvars in (groups[group].get("hosts") or {}).items():
             ordered[name] = hostvars["ansible_host"]
     return ordered
+
+
+@pytest.fixture(scope="module")
+def hosts() -> dict[str, str]:
+    """The lab hosts, name -> address, in rank order."""
+    return lab_hosts()
 
 
 def write_inventory(tmp_path: Path, mutate) -> Path:

@@ -5,17 +5,11 @@ rotation restarts the cluster in order. Leaves the lab healthy on the controller
 from __future__ import annotations
 
 import pytest
-from conftest import NODE_ENV, ROOT, lab_hosts, probe_cluster, run_playbook, ssh, wait_for_alive
+from conftest import CONTROLLER_TOKEN, NODE_ENV, probe_cluster, run_playbook, ssh, wait_for_alive
 
 pytestmark = pytest.mark.lab
 
-CONTROLLER_TOKEN = ROOT / "artifacts" / "secrets" / "ray-auth-token"
 CONNECT = '/opt/rlinf/venv/bin/python -c \'import ray; ray.init(address="{head}:6379"); print("connected")\''
-
-
-@pytest.fixture(scope="module")
-def hosts():
-    return lab_hosts()
 
 
 def test_a_client_needs_the_token(hosts):

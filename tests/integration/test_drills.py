@@ -14,7 +14,6 @@ import pytest
 from conftest import (
     NODE_ENV,
     lab_container,
-    lab_hosts,
     probe_cluster,
     repaired_by_site,
     run_playbook,
@@ -27,11 +26,6 @@ from secret_audit import controller_files_holding, node_audit, node_leaks
 pytestmark = pytest.mark.lab
 
 VENV_PYTHON = "/opt/rlinf/venv/bin/python"
-
-
-@pytest.fixture(scope="module")
-def hosts():
-    return lab_hosts()
 
 
 def gcs_alive_ips(head: str) -> set[str]:

@@ -9,7 +9,6 @@ import time
 
 import pytest
 from conftest import (
-    lab_hosts,
     probe_cluster,
     repaired_by_site,
     run_playbook,
@@ -20,11 +19,6 @@ from conftest import (
 )
 
 pytestmark = pytest.mark.lab
-
-
-@pytest.fixture(scope="module")
-def hosts():
-    return lab_hosts()
 
 
 def test_stopped_worker_is_named_with_its_rank_and_site_brings_it_back(tmp_path, hosts):

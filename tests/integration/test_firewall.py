@@ -10,7 +10,7 @@ import socket
 import time
 
 import pytest
-from conftest import lab_hosts, run_playbook, ssh, wait_for_alive, write_inventory
+from conftest import run_playbook, ssh, wait_for_alive, write_inventory
 
 pytestmark = pytest.mark.lab
 
@@ -18,11 +18,6 @@ GCS, CLIENT, SSH = 6379, 10001, 22
 TABLE = "nft list table inet rlinf"
 RULES_FILE = "/etc/rlinf/firewall.nft"
 UNIT_FILE = "/etc/systemd/system/rlinf-firewall.service"
-
-
-@pytest.fixture(scope="module")
-def hosts():
-    return lab_hosts()
 
 
 def with_firewall(client_sources):

@@ -6,7 +6,7 @@ The tests run in file order and share the lab: each one leaves the cluster up fo
 from __future__ import annotations
 
 import pytest
-from conftest import fake_checkout, lab_hosts, probe_cluster, ray_processes, run_playbook, ssh, wait_for_alive
+from conftest import fake_checkout, probe_cluster, ray_processes, run_playbook, ssh, wait_for_alive
 
 pytestmark = pytest.mark.lab
 
@@ -16,11 +16,6 @@ INSTALLED = (
 )
 # A checkout rlinf_code_sync=rsync copies for the purge test.
 SYNCED = "/srv/rlinf-purge-checkout"
-
-
-@pytest.fixture(scope="module")
-def hosts():
-    return lab_hosts()
 
 
 @pytest.fixture(scope="module")

@@ -9,18 +9,12 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import ROOT, lab_hosts, run_playbook, ssh
+from conftest import CONTROLLER_TOKEN, ROOT, run_playbook, ssh
 from secret_audit import controller_files_holding, controller_processes_holding, node_audit, node_leaks
 
 pytestmark = pytest.mark.lab
 
-CONTROLLER_TOKEN = ROOT / "artifacts" / "secrets" / "ray-auth-token"
 NODE_TOKEN = "/etc/rlinf/ray-auth-token"
-
-
-@pytest.fixture(scope="module")
-def hosts():
-    return lab_hosts()
 
 
 def test_after_a_full_run_the_token_is_only_in_0600_files(tmp_path, hosts):
