@@ -1,22 +1,17 @@
 """Ray's ports and the addresses allowed to reach them, for the opt-in firewall.
 
-Plain Python, no Ansible imports: the filter plugins and the unit tests call it directly.
+Plain Python over the plan's nodes (plugins/module_utils/plan.py), no Ansible imports.
 
 Ray picks most of its ports at random unless ``ray start`` pins them; with the firewall on,
-ray_node pins every one of them to the variables below (defaults here and in
-roles/cluster_defaults), so the firewall knows which ports to guard. Several Ray nodes
-on one machine need distinct values, which ``firewall_problems`` checks.
+the plan pins every one of them (``pinned_port_args``) from the same port table the rules
+are built from, so the firewall knows which ports to guard. Several Ray nodes on one
+machine need distinct values, which ``port_problems`` checks.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping, Sequence
-
-from ansible_collections.rlinf.cluster.plugins.module_utils.topology import (
-    TopologyError,
-    cluster_nodes,
-)
 
 # Pinned on every Ray node (variable -> default).
 NODE_PORTS = {
@@ -50,62 +45,103 @@ class FirewallError(ValueError):
         super().__init__("\n".join(self.problems))
 
 
-def _port(host: str, var: str, value, problems: list[str]) -> int | None:
-    try:
-        if isinstance(value, (bool, float)):
-            raise ValueError
-        port = int(str(value).strip())
-        if not 1024 <= port <= 65535:
-            raise ValueError
-    except ValueError:
-        problems.append(f"host '{host}': {var}={value!r} is not a port Ray accepts; set a number in 1024..65535.")
-        return None
-    return port
-
-
-def node_ports(host: str, node_vars: Mapping, is_head: bool) -> dict:
-    """The ports one Ray node listens on, from its variables (missing ones take the defaults).
-
-    Returns ``{"single": {var: port}, "client": port or None, "workers": (min, max),
-    "fixed": [port]}``; the client and fixed ports are only the head's. Raises
-    FirewallError naming the host and variable.
-    """
+def node_port_problems(node: Mapping) -> list[str]:
+    """One node's pinned ports: distinct, outside its own worker range, the range in order."""
+    name = node["name"]
+    ports = node["ports"]
+    low, high = ports["ray_min_worker_port"], ports["ray_max_worker_port"]
     problems: list[str] = []
-    wanted = {**NODE_PORTS, **(HEAD_PORTS if is_head else {})}
-    single = {}
-    for var, default in wanted.items():
-        port = _port(host, var, node_vars.get(var, default), problems)
-        if port is not None:
-            single[var] = port
-    client = None
-    if is_head:
-        client = _port(host, CLIENT_PORT_VAR, node_vars.get(CLIENT_PORT_VAR, DEFAULT_CLIENT_PORT), problems)
-    low, high = (
-        _port(host, var, node_vars.get(var, default), problems)
-        for var, default in zip(WORKER_RANGE_VARS, DEFAULT_WORKER_RANGE, strict=True)
-    )
-    if low is not None and high is not None and low > high:
+    if low > high:
         problems.append(
-            f"host '{host}': ray_min_worker_port={low} is above ray_max_worker_port={high}; swap or fix them."
+            f"host '{name}': ray_min_worker_port={low} is above ray_max_worker_port={high}; swap or fix them."
         )
-    named = dict(single)
-    if client is not None:
-        named[CLIENT_PORT_VAR] = client
+    named = _single_ports(node)
     holders: dict[int, list[str]] = {}
     for var, port in named.items():
         holders.setdefault(port, []).append(var)
-        if low is not None and high is not None and low <= port <= high:
+        if low <= port <= high:
             problems.append(
-                f"host '{host}': {var}={port} lies in the worker port range {low}-{high}; "
+                f"host '{name}': {var}={port} lies in the worker port range {low}-{high}; "
                 "move it out of ray_min_worker_port..ray_max_worker_port."
             )
     for port, names in holders.items():
         if len(names) > 1:
-            problems.append(f"host '{host}': {', '.join(names)} are all {port}; give each its own port.")
-    if problems:
-        raise FirewallError(problems)
-    fixed = sorted(HEAD_FIXED_PORTS.values()) if is_head else []
-    return {"single": single, "client": client, "workers": (low, high), "fixed": fixed}
+            problems.append(f"host '{name}': {', '.join(names)} are all {port}; give each its own port.")
+    return problems
+
+
+def _single_ports(node: Mapping) -> dict:
+    """The ports this node listens on by name (the head's GCS, dashboard and client ports included)."""
+    ports = node["ports"]
+    wanted = list(NODE_PORTS) + (list(HEAD_PORTS) + [CLIENT_PORT_VAR] if node["role"] == "head" else [])
+    return {var: ports[var] for var in wanted if var in ports}
+
+
+def port_problems(nodes: Sequence[Mapping]) -> list[str]:
+    """Every problem with the pinned ports across the plan's nodes; [] = usable.
+
+    Nodes sharing a machine must not pin the same port, and no pinned port may fall in
+    another node's worker range there.
+    """
+    problems: list[str] = []
+    machines: dict[str, list[Mapping]] = {}
+    for node in nodes:
+        problems.extend(node_port_problems(node))
+        machines.setdefault(node["machine"], []).append(node)
+    for machine, members in machines.items():
+        owner: dict[int, str] = {}
+        for node in members:
+            for var, port in _single_ports(node).items():
+                if port in owner and owner[port] != node["name"]:
+                    problems.append(
+                        f"hosts {owner[port]}, {node['name']}: both pin port {port} ({var}) on machine {machine}; "
+                        f"give each Ray node there its own {var}."
+                    )
+                else:
+                    owner[port] = node["name"]
+        for node in members:
+            low, high = node["ports"]["ray_min_worker_port"], node["ports"]["ray_max_worker_port"]
+            for port, holder in owner.items():
+                if holder != node["name"] and low <= port <= high:
+                    problems.append(
+                        f"hosts {holder}, {node['name']}: port {port} of {holder} lies in {node['name']}'s worker range "
+                        f"{low}-{high} on machine {machine}; move one of them."
+                    )
+    return problems
+
+
+# `ray start` flag of each pinned port variable (the client port only on the head).
+PORT_FLAGS = {
+    "ray_node_manager_port": "--node-manager-port",
+    "ray_object_manager_port": "--object-manager-port",
+    "ray_dashboard_agent_grpc_port": "--dashboard-agent-grpc-port",
+    "ray_dashboard_agent_listen_port": "--dashboard-agent-listen-port",
+    "ray_runtime_env_agent_port": "--runtime-env-agent-port",
+    "ray_metrics_export_port": "--metrics-export-port",
+    "ray_min_worker_port": "--min-worker-port",
+    "ray_max_worker_port": "--max-worker-port",
+}
+
+
+def pinned_port_args(node: Mapping) -> list[str]:
+    """The `ray start` flags that pin every port the firewall guards on this node."""
+    ports = node["ports"]
+    args = [f"{flag}={ports[var]}" for var, flag in PORT_FLAGS.items()]
+    if node["role"] == "head":
+        args.append(f"--ray-client-server-port={ports[CLIENT_PORT_VAR]}")
+    return args
+
+
+def node_ports(node: Mapping) -> dict:
+    """``{"single": {var: port}, "client": port or None, "workers": (min, max), "fixed": [port]}``."""
+    single = {var: port for var, port in _single_ports(node).items() if var != CLIENT_PORT_VAR}
+    is_head = node["role"] == "head"
+    return {
+        "single": single,
+        "client": node["ports"].get(CLIENT_PORT_VAR) if is_head else None,
+        "workers": (node["ports"]["ray_min_worker_port"], node["ports"]["ray_max_worker_port"]),
+        "fixed": sorted(HEAD_FIXED_PORTS.values()) if is_head else [],
+    }
 
 
 def nft_ports(ports: Mapping) -> list[str]:
@@ -142,67 +178,16 @@ def sources(values, what: str) -> list[str]:
     return [str(n.network_address) if n.prefixlen == 32 else str(n) for n in ordered]
 
 
-def firewall_problems(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Mapping]) -> list[str]:
-    """Every problem with the firewall's ports and sources across the inventory; [] = usable.
-
-    Nodes sharing a machine (same ``ansible_host``) must not pin the same port, and no
-    pinned port may fall in another node's worker range there.
-    """
-    try:
-        nodes = cluster_nodes(groups, hostvars)
-    except TopologyError:
-        return []  # validate_inventory reports those already
-    problems: list[str] = []
-    machines: dict[str, list[tuple[str, dict]]] = {}
-    for node in nodes:
-        node_vars = hostvars.get(node["name"]) or {}
-        try:
-            ports = node_ports(node["name"], node_vars, node["role"] == "head")
-        except FirewallError as err:
-            problems.extend(err.problems)
-            continue
-        for var in (EXTRA_SOURCES_VAR, CLIENT_SOURCES_VAR):
-            try:
-                sources(node_vars.get(var), f"host '{node['name']}': {var}")
-            except FirewallError as err:
-                problems.extend(err.problems)
-        machines.setdefault(node["machine"], []).append((node["name"], ports))
-    for machine, members in machines.items():
-        owner: dict[int, str] = {}
-        for name, ports in members:
-            named = dict(ports["single"])
-            if ports["client"] is not None:
-                named[CLIENT_PORT_VAR] = ports["client"]
-            for var, port in named.items():
-                if port in owner:
-                    problems.append(
-                        f"hosts {owner[port]}, {name}: both pin port {port} ({var}) on machine {machine}; "
-                        f"give each Ray node there its own {var}."
-                    )
-                else:
-                    owner[port] = name
-        for name, ports in members:
-            low, high = ports["workers"]
-            for port, holder in owner.items():
-                if holder != name and low <= port <= high:
-                    problems.append(
-                        f"hosts {holder}, {name}: port {port} of {holder} lies in {name}'s worker range "
-                        f"{low}-{high} on machine {machine}; move one of them."
-                    )
-    return problems
-
-
-def machine_rules(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Mapping], host: str) -> dict:
+def machine_rules(plan: Mapping, host: str) -> dict:
     """What the firewall of ``host``'s machine allows: every Ray node sharing it counts.
 
     Returns ``cluster_ports`` and ``client_ports`` (nft set elements), ``cluster_sources``
-    (every Ray node's ``rlinf_node_ip`` plus ``rlinf_firewall_allowed_sources``),
-    ``client_sources`` (``rlinf_firewall_client_sources``) and ``missing``: the Ray nodes
-    whose address this run does not know (left out by --limit), which must be empty
-    before the rules are used. Raises FirewallError (or TopologyError) on bad values.
+    (every Ray node's address plus ``rlinf_firewall_allowed_sources``), ``client_sources``
+    (``rlinf_firewall_client_sources``) and ``missing``: the Ray nodes whose address this run
+    does not know (left out by --limit), which must be empty before the rules are used.
     """
-    nodes = cluster_nodes(groups, hostvars)
-    mine = next((n for n in nodes if n["name"] == host), None)
+    nodes = [plan["nodes"][name] for name in plan["order"]]
+    mine = plan["nodes"].get(host)
     if mine is None:
         raise FirewallError([f"host '{host}': it is not a Ray node (neither in ray_head nor in ray_workers)."])
     cluster_ports: set = set()
@@ -212,25 +197,18 @@ def machine_rules(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
     for node in nodes:
         if node["machine"] != mine["machine"]:
             continue
-        node_vars = hostvars.get(node["name"]) or {}
-        ports = node_ports(node["name"], node_vars, node["role"] == "head")
+        ports = node_ports(node)
         cluster_ports.update(nft_ports(ports))
         if ports["client"] is not None:
             client_ports.add(str(ports["client"]))
-        extra.extend(sources(node_vars.get(EXTRA_SOURCES_VAR), f"host '{node['name']}': {EXTRA_SOURCES_VAR}"))
-        client.extend(sources(node_vars.get(CLIENT_SOURCES_VAR), f"host '{node['name']}': {CLIENT_SOURCES_VAR}"))
-    addresses = []
-    missing = []
-    for node in nodes:
-        address = (hostvars.get(node["name"]) or {}).get("rlinf_node_ip")
-        if address:
-            addresses.append(str(address).strip())
-        else:
-            missing.append(node["name"])
+        extra.extend(node["firewall"]["allowed_sources"])
+        client.extend(node["firewall"]["client_sources"])
+    addresses = [node["ip"] for node in nodes if node.get("ip")]
+    missing = [node["name"] for node in nodes if not node.get("ip")]
     return {
         "cluster_ports": sorted(cluster_ports, key=lambda p: int(p.split("-")[0])),
         "client_ports": sorted(client_ports, key=int),
-        "cluster_sources": sources(addresses + extra, "the Ray nodes' addresses (rlinf_node_ip)"),
+        "cluster_sources": sources(addresses + extra, "the Ray nodes' addresses"),
         "client_sources": sources(client, CLIENT_SOURCES_VAR),
         "missing": missing,
     }

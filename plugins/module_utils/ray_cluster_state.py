@@ -97,13 +97,9 @@ def normalize_expected(expected: Sequence[Mapping]) -> list[dict]:
         if isinstance(rank, bool) or _number(rank) is None or float(rank) != int(float(rank)):
             problems.append(f"host '{name}': rank {rank!r} is not a whole number; fix rlinf_node_rank.")
             continue
+        # No IP: the node keeps no record of its Ray address (never deployed, or unreachable);
+        # it is reported missing, the others are still checked.
         ip = str(item.get("ip") or "").strip()
-        if not ip:
-            problems.append(
-                f"host '{name}' (rank {int(float(rank))}): no IP is known; set rlinf_node_ip "
-                "(run rlinf.cluster.node_facts first) or ansible_host."
-            )
-            continue
         resources: dict[str, float] = {}
         for key, amount in dict(item.get("resources") or {}).items():
             if amount is None or amount == "":
@@ -370,6 +366,13 @@ def evaluate(
 
     # Membership.
     for exp in missing:
+        if not exp["ip"]:
+            add(
+                exp["name"],
+                f"{_label(exp)}: its Ray address is unknown: the node keeps no record of it under "
+                "/etc/rlinf/state (never brought up by site.yml, or unreachable now); run site.yml.",
+            )
+            continue
         seen = "Ray lists it as DEAD" if exp["name"] in membership["dead"] else "it never joined"
         neighbours = [name for name, node in matched.items() if node["ip"] == exp["ip"]]
         if neighbours:

@@ -42,16 +42,20 @@ def pip_download_args(python_version: str, machine: str, glibc: str) -> list[str
     return args
 
 
+def _version(platform: dict) -> str:
+    return str(platform.get("python_version") or platform["version"])
+
+
 def wheelhouse_key(platform: dict) -> str:
     """Name of the wheelhouse a node uses, e.g. ``cp311-x86_64``."""
-    major_minor = "".join(str(platform["python_version"]).split(".")[:2])
+    major_minor = "".join(_version(platform).split(".")[:2])
     return f"cp{major_minor}-{platform['machine']}"
 
 
 def wheelhouse_platforms(platforms: list[dict]) -> list[dict]:
     """One entry per wheelhouse the nodes need, with the oldest glibc among its nodes.
 
-    ``platforms`` holds each node's ``python_version``, ``machine`` and ``glibc``.
+    ``platforms`` holds each node's ``python_version`` (or ``version``), ``machine`` and ``glibc``.
     """
     by_key: dict[str, dict] = {}
     for platform in platforms:
@@ -60,7 +64,7 @@ def wheelhouse_platforms(platforms: list[dict]) -> list[dict]:
         if current is None or _glibc(platform["glibc"]) < _glibc(current["glibc"]):
             by_key[key] = {
                 "key": key,
-                "python_version": platform["python_version"],
+                "python_version": _version(platform),
                 "machine": platform["machine"],
                 "glibc": platform["glibc"],
             }

@@ -55,7 +55,7 @@ options:
         required: true
       ip:
         description:
-          - The IP Ray binds to on this host (C(rlinf_node_ip)).
+          - The IP Ray binds to on this host (the plan's resolved address).
           - Several hosts may share one IP (several Ray nodes on one machine); see O(expected_nodes[].temp_dir).
         type: str
         required: true
@@ -130,7 +130,7 @@ EXAMPLES = r"""
 
 - name: Only membership and resources, no probe tasks
   rlinf.cluster.ray_cluster_check:
-    address: "{{ rlinf_head_ip }}:6379"
+    address: "{{ rlinf_resolved.plan.cluster.head_address }}"
     expected_nodes: "{{ expected }}"
     probe: false
 """
@@ -359,7 +359,8 @@ class RayClusterCheck:
             raw = ray.nodes()
             now = self.clock()
             membership = match_nodes(expected, raw)
-            if not membership["missing"]:
+            # A node with no known address cannot join; waiting for it would only delay the report.
+            if not [exp for exp in membership["missing"] if exp["ip"]]:
                 complete_since = now if complete_since is None else complete_since
                 if not membership["extra"] or now - complete_since >= EXTRA_GRACE:
                     return raw
@@ -429,7 +430,7 @@ class RayClusterCheck:
             self.fail(
                 f"nothing accepts connections at the Ray head address {self.address} after "
                 f"{self.timeout} s ({port_error}); start Ray on the head (re-run site.yml or restart its "
-                "Ray unit) and check ray_port and the head's rlinf_node_ip."
+                "Ray unit) and check ray_port and the head's address in its record (/etc/rlinf/state)."
             )
 
         init_args = {

@@ -43,12 +43,18 @@ options:
         type: int
         required: true
       ip:
-        description: The IP Ray binds to on this host (C(rlinf_node_ip)).
+        description: The IP Ray binds to on this host (the plan's resolved address).
         type: str
         required: true
       temp_dir:
         description: The host's Ray temp dir (C(ray_temp_dir)); tells apart several Ray nodes on one IP.
         type: str
+      resources:
+        description: Not used here; accepted so the plan's expected nodes (which M(rlinf.cluster.ray_cluster_check) reads) pass as they are.
+        type: dict
+      env:
+        description: Not used here; accepted so the plan's expected nodes pass as they are.
+        type: dict
   env_file:
     description:
       - Env file of the Ray unit; its C(RAY_*) variables (C(RAY_AUTH_MODE), C(RAY_AUTH_TOKEN_PATH))
@@ -166,6 +172,8 @@ ARGUMENT_SPEC = dict(
             rank=dict(type="int", required=True),
             ip=dict(type="str", required=True),
             temp_dir=dict(type="str"),
+            resources=dict(type="dict"),
+            env=dict(type="dict"),
         ),
     ),
     env_file=dict(type="path"),

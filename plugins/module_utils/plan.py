@@ -1,0 +1,929 @@
+"""The cluster plan: every node's rank, paths, unit, ports and Ray settings, decided once.
+
+Two stages, both on the controller, both linear in the number of hosts:
+
+1. ``static_plan(groups, hostvars, context)``, before any host is contacted: reads every
+   user-facing variable of every host once (plugins/module_utils/schema.py), checks it,
+   computes ranks and node groups (topology.py), the overlay addresses (overlay.py), each
+   node's paths, unit, ports and the rule that will pick its Ray address. Raises PlanError
+   with every problem.
+2. ``resolve(plan, probes, purpose)``, after each node was probed once (the read-only
+   module rlinf.cluster.node_state): applies the address rule to the node's interfaces,
+   checks what only a host can tell (systemd, apt, Python, paths we would write that exist
+   and are not ours), and computes the environment file, the `ray start` arguments, the
+   unit and the record each node keeps of these decisions (under /etc/rlinf/state/), so
+   status, teardown, remove-node and launch read what site.yml decided.
+
+Roles and playbooks read the plan (``rlinf_plan.nodes[inventory_hostname]``); Jinja formats
+it, it does not decide. Controller-only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+
+from ansible_collections.rlinf.cluster.plugins.module_utils import firewall, render, schema
+from ansible_collections.rlinf.cluster.plugins.module_utils.overlay import OverlayError, overlay_members
+from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, Problem
+from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import (
+    RLinfConfigError,
+    check_cluster,
+    resolve_cluster,
+)
+from ansible_collections.rlinf.cluster.plugins.module_utils.rules import Bad, describe
+from ansible_collections.rlinf.cluster.plugins.module_utils.topology import TopologyError, cluster_nodes
+
+PLAN_VERSION = 1
+STATE_DIR = "/etc/rlinf/state"
+UNIT_DIR = "/etc/systemd/system"
+# Directories rlinf-ansible owns by convention: an unrecorded file there is an earlier
+# install's, adopted; anywhere else an unrecorded file at a path we would write is the
+# operator's (or the system's) and refused.
+PROJECT_DIRS = ("/etc/rlinf", "/opt/rlinf")
+BOOTSTRAP_GROUP = "easytier_bootstrap"
+MIN_PYTHON = (3, 10)
+# Parts of the plan a record keeps; a change to one of them shows in the record's digest.
+PURPOSES = ("validate", "site", "status", "teardown", "purge", "launch", "remove-node")
+
+
+# Stage 1 -------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Every schema variable of one host, read once, checked, defaulted."""
+
+    def __init__(self, name: str, hostvars: Mapping, problems: list[Problem]):
+        self.name = name
+        self.problems = problems
+        try:
+            self.raw = hostvars[name]
+        except (KeyError, TypeError):
+            self.raw = {}
+        if self.raw is None:
+            self.raw = {}
+        self.values: dict = {}
+
+    def get(self, var: schema.Var, default=None):
+        if var.name in self.values:
+            return self.values[var.name]
+        fallback = var.default if default is None else default
+        try:
+            present = var.name in self.raw
+            value = self.raw[var.name] if present else fallback
+        except Exception as err:  # an undefined Jinja variable in the inventory
+            self.problems.append(Problem(self.name, f"{var.name} cannot be evaluated ({err}); fix its value."))
+            self.values[var.name] = var.default
+            return var.default
+        value = _plain(value)
+        try:
+            checked = var.rule(value) if value is not None or var.default is not None else var.rule(None)
+        except Bad as err:
+            shown = "(value hidden)" if var.name in schema.SECRETS else f"={describe(value)}"
+            sep = " " if shown.startswith("(") else ""
+            self.problems.append(Problem(self.name, f"{var.name}{sep}{shown} {err.what}; {err.fix}."))
+            checked = var.default
+        self.values[var.name] = checked
+        return checked
+
+    def __getitem__(self, name: str):
+        return self.get(schema.BY_NAME[name])
+
+
+def _plain(value):
+    """Ansible's lazy/tagged containers and strings as plain Python data."""
+    if isinstance(value, Mapping):
+        return {(str(k) if isinstance(k, str) else k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return value
+
+
+def _controller_defaults(context: Mapping) -> dict:
+    base = str(context.get("playbook_dir") or ".")
+    artifacts = base.rsplit("/", 1)[0] + "/artifacts" if base.endswith("/playbooks") else base + "/artifacts"
+    return {"rlinf_artifacts_dir": artifacts}
+
+
+def _ports(reader: _Reader, role: str) -> dict:
+    ports = {var: reader[var] for var in firewall.NODE_PORTS}
+    if role == "head":
+        ports["ray_port"] = reader["ray_port"]
+        ports["ray_node_dashboard_port"] = reader["ray_node_dashboard_port"]
+        ports[firewall.CLIENT_PORT_VAR] = reader[firewall.CLIENT_PORT_VAR]
+    ports["ray_min_worker_port"] = reader["ray_min_worker_port"]
+    ports["ray_max_worker_port"] = reader["ray_max_worker_port"]
+    return ports
+
+
+def _start_resources(reader: _Reader) -> dict:
+    """What `ray start` advertises: only what the operator set (Ray detects the rest)."""
+    resources = dict(reader["ray_resources"])
+    if reader["ray_num_cpus"] is not None:
+        resources["CPU"] = reader["ray_num_cpus"]
+    if reader["ray_num_gpus"] is not None:
+        resources["GPU"] = reader["ray_num_gpus"]
+    return resources
+
+
+def _expected_resources(start: Mapping, node: Mapping) -> dict:
+    """What the check expects at least: the advertised resources, and the GPUs the inventory counts."""
+    resources = dict(start)
+    if "GPU" not in resources and node.get("gpus"):
+        resources["GPU"] = node["gpus"]
+    return resources
+
+
+def _node_paths(reader: _Reader) -> dict:
+    unit = reader["ray_node_unit_name"]
+    return {
+        "venv": reader["rlinf_venv_dir"],
+        "python": reader["rlinf_venv_dir"] + "/bin/python",
+        "env_file": reader["rlinf_env_file"],
+        "token_file": reader["ray_auth_token_file"],
+        "profile": reader["rlinf_env_profile_script"],
+        "unit_file": f"{UNIT_DIR}/{unit}.service",
+        "record": f"{STATE_DIR}/{unit}.json",
+        "manifest": f"{STATE_DIR}/{unit}.manifest.json",
+        "wheelhouse": reader["python_env_node_wheelhouse_dir"],
+        "temp_dir": reader["ray_temp_dir"] or "/tmp/ray",
+        "firewall_rules": reader["firewall_rules_file"],
+        "firewall_unit_file": f"{UNIT_DIR}/{reader['firewall_unit_name']}.service",
+        "code_wheel_dir": reader["code_sync_node_wheel_dir"],
+        "code_record_dir": reader["code_sync_node_record_dir"],
+        "launch_log_dir": reader["rlinf_launch_log_dir"],
+    }
+
+
+# The variables of these paths, for messages.
+PATH_VARS = {
+    "venv": "rlinf_venv_dir",
+    "env_file": "rlinf_env_file",
+    "token_file": "ray_auth_token_file",
+    "profile": "rlinf_env_profile_script",
+    "unit_file": "ray_node_unit_name",
+    "record": "ray_node_unit_name",
+    "manifest": "ray_node_unit_name",
+    "wheelhouse": "python_env_node_wheelhouse_dir",
+    "firewall_rules": "firewall_rules_file",
+    "firewall_unit_file": "firewall_unit_name",
+}
+# Paths that are one file we write (the rest are directories).
+FILE_PATHS = (
+    "env_file",
+    "token_file",
+    "profile",
+    "unit_file",
+    "record",
+    "manifest",
+    "firewall_rules",
+    "firewall_unit_file",
+)
+
+
+def _cluster_scope(order: Sequence[str], readers: Mapping[str, _Reader], variables, problems) -> None:
+    for var in variables:
+        if var.scope != "cluster":
+            continue
+        seen: dict[str, list[str]] = {}
+        for name in order:
+            value = readers[name].get(var)
+            seen.setdefault(json.dumps(value, sort_keys=True, default=str), []).append(name)
+        if len(seen) > 1:
+            if var.name in schema.SECRETS:
+                detail = "differs between hosts (values hidden)"
+            else:
+                detail = "differs between hosts: " + "; ".join(
+                    f"{', '.join(hosts[:3])}{' ...' if len(hosts) > 3 else ''} = {key}" for key, hosts in seen.items()
+                )
+            problems.append(
+                Problem(
+                    None, f"{var.name} {detail}; it must be one value for the whole cluster (set it in group_vars/all)."
+                )
+            )
+
+
+def _shared_machine_paths(nodes: Sequence[dict], problems: list[Problem]) -> None:
+    """Ray nodes on one machine: each needs its own env file, shell snippet, unit and record."""
+    machines: dict[str, list[dict]] = {}
+    for node in nodes:
+        machines.setdefault(node["machine"], []).append(node)
+    for machine, members in machines.items():
+        if len(members) < 2:
+            continue
+        for key in ("profile",):
+            owners: dict[str, list[str]] = {}
+            for node in members:
+                owners.setdefault(node["paths"][key], []).append(node["name"])
+            for path, names in owners.items():
+                if len(names) > 1:
+                    problems.append(
+                        Problem(
+                            None,
+                            f"hosts {', '.join(names)}: they run Ray nodes on the same machine ({machine}) with the "
+                            f"same {PATH_VARS[key]}={path!r}; give each host its own {PATH_VARS[key]}.",
+                        )
+                    )
+
+
+def _reserved_units(node: dict, reader: _Reader, problems: list[Problem]) -> None:
+    ours = {
+        node["unit"]: "ray_node_unit_name",
+        reader["firewall_unit_name"]: "firewall_unit_name",
+        "easytier": "(EasyTier)",
+    }
+    if len(ours) < 3:
+        problems.append(
+            Problem(
+                node["name"],
+                f"ray_node_unit_name={node['unit']!r} and firewall_unit_name={reader['firewall_unit_name']!r} must "
+                "differ from each other and from 'easytier' (the overlay's unit); give each its own name.",
+            )
+        )
+
+
+def _path_overlaps(node: dict, problems: list[Problem]) -> None:
+    """A directory we own must not hold or sit inside a file or directory of another of our settings."""
+    paths = node["paths"]
+    named = {key: paths[key] for key in ("venv", "env_file", "token_file", "profile", "wheelhouse", "firewall_rules")}
+    keys = list(named)
+    for i, first in enumerate(keys):
+        for second in keys[i + 1 :]:
+            a, b = named[first], named[second]
+            if a == b or a.startswith(b + "/") or b.startswith(a + "/"):
+                problems.append(
+                    Problem(
+                        node["name"],
+                        f"{PATH_VARS[first]}={a!r} and {PATH_VARS[second]}={b!r} overlap; give each its own path.",
+                    )
+                )
+
+
+def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = None) -> dict:
+    """The plan of the whole inventory, before any host is contacted; raises PlanError."""
+    context = dict(context or {})
+    purpose = context.get("purpose", "site")
+    problems: list[Problem] = []
+    groups = groups or {}
+    hostvars = hostvars if hostvars is not None else {}
+    try:
+        topo = cluster_nodes(groups, hostvars)
+    except TopologyError as err:
+        problems.extend(Problem(None, text) for text in err.problems)
+        topo = []
+    order = [n["name"] for n in topo]
+    if not order:
+        raise PlanError(problems or [Problem(None, "the inventory has no Ray nodes (ray_head, ray_workers).")])
+
+    readers = {name: _Reader(name, hostvars, problems) for name in order}
+    head_reader = readers[order[0]]
+    for var in schema.VARS:
+        for name in order:
+            if var.scope != "run" or name == order[0]:
+                readers[name].get(var)
+    _cluster_scope(order, readers, schema.VARS, problems)
+
+    overlay_on = head_reader["easytier_enabled"]
+    members: dict[str, dict] = {}
+    if overlay_on:
+        bootstraps = list(dict.fromkeys(groups.get(BOOTSTRAP_GROUP) or []))
+        for name in bootstraps:
+            readers.setdefault(name, _Reader(name, hostvars, problems))
+        member_names = list(dict.fromkeys(bootstraps + order))
+        for var in schema.EASYTIER_VARS:
+            for name in member_names:
+                readers[name].get(var)
+        for var in schema.EASYTIER_VARS:
+            if var.name in ("easytier_network_name", "easytier_network_secret", "easytier_subnet", "easytier_dev_name"):
+                _cluster_scope(member_names, readers, [var._replace(scope="cluster")], problems)
+        try:
+            found = overlay_members(groups, hostvars, head_reader["easytier_subnet"], head_reader["easytier_dev_name"])
+        except OverlayError as err:
+            problems.extend(Problem(None, text) for text in err.problems)
+        else:
+            members = {m["name"]: m for m in found}
+        for name in member_names:
+            reader = readers[name]
+            if reader["easytier_peer_protocol"] not in reader["easytier_listen_protocols"]:
+                problems.append(
+                    Problem(
+                        name,
+                        f"easytier_peer_protocol={reader['easytier_peer_protocol']!r} is not one of "
+                        f"easytier_listen_protocols {reader['easytier_listen_protocols']}; add it there or change it.",
+                    )
+                )
+            if reader["easytier_install_source"] == "archive" and not (
+                reader["easytier_archive_path"] and reader["easytier_archive_sha256"]
+            ):
+                problems.append(
+                    Problem(
+                        name,
+                        "easytier_install_source=archive needs easytier_archive_path and easytier_archive_sha256 "
+                        "(64 hex digits); set both.",
+                    )
+                )
+            if not reader["easytier_network_secret"]:
+                problems.append(
+                    Problem(
+                        name,
+                        "easytier_network_secret is empty; set a long random secret once for all members, encrypted "
+                        "with `ansible-vault encrypt_string --name easytier_network_secret` (docs/cloud-edge.md).",
+                    )
+                )
+
+    nodes: dict[str, dict] = {}
+    machine_owner: dict[str, str] = {}
+    for topo_node in topo:
+        name = topo_node["name"]
+        reader = readers[name]
+        role = topo_node["role"]
+        machine_owner.setdefault(topo_node["machine"], name)
+        node = {
+            "name": name,
+            "rank": topo_node["rank"],
+            "role": role,
+            "address": topo_node["address"],
+            "machine": topo_node["machine"],
+            "machine_owner": machine_owner[topo_node["machine"]] == name,
+            "node_groups": topo_node["node_groups"],
+            "node_group": topo_node["node_group"],
+            "gpus": topo_node["gpus"],
+            "cuda_visible_devices": topo_node["cuda_visible_devices"],
+            "unit": reader["ray_node_unit_name"],
+            "python": reader["rlinf_python"],
+            "paths": _node_paths(reader),
+            "ports": _ports(reader, role),
+            "start_resources": _start_resources(reader),
+            "resources": _expected_resources(_start_resources(reader), topo_node),
+            "object_store_memory": reader["ray_node_object_store_memory"],
+            "dashboard": {
+                "include": reader["ray_node_include_dashboard"],
+                "host": reader["ray_node_dashboard_host"],
+                "port": reader["ray_node_dashboard_port"],
+            },
+            "extra_args": reader["ray_node_extra_args"],
+            "env_vars": reader["rlinf_env_vars"],
+            "device": reader["rlinf_comm_net_device"],
+            "address_rule": _address_rule(reader, members.get(name), overlay_on),
+            "code_dest": reader["rlinf_code_dest"] or head_reader["rlinf_src"],
+            "firewall": {
+                "table": reader["firewall_table"],
+                "unit": reader["firewall_unit_name"],
+                "nft": reader["firewall_nft_bin"],
+                "allowed_sources": reader["rlinf_firewall_allowed_sources"],
+                "client_sources": reader["rlinf_firewall_client_sources"],
+            },
+        }
+        for var, key in (("rlinf_env_vars", "env_vars"),):
+            for managed in sorted(set(node[key]) & set(schema.MANAGED_ENV_VARS)):
+                problems.append(
+                    Problem(
+                        name, f"{var} sets {managed}, which rlinf-ansible manages: {schema.MANAGED_ENV_VARS[managed]}."
+                    )
+                )
+        if head_reader["rlinf_code_sync"] == "rsync" and node["code_dest"]:
+            node["paths"]["code_dest"] = node["code_dest"]
+        _reserved_units(node, reader, problems)
+        _path_overlaps(node, problems)
+        nodes[name] = node
+
+    _shared_machine_paths(list(nodes.values()), problems)
+    firewall_on = head_reader["rlinf_firewall_enabled"]
+    if firewall_on:
+        problems.extend(Problem(None, text) for text in firewall.port_problems(list(nodes.values())))
+    _dashboard_check(nodes[order[0]], problems)
+
+    cluster = {
+        "head": order[0],
+        "num_nodes": len(order),
+        "ray_version": head_reader["rlinf_ray_version"],
+        "requirements": _requirements(head_reader),
+        "index_url": head_reader["python_env_index_url"],
+        "auth": head_reader["ray_auth_enabled"],
+        "overlay": overlay_on,
+        "overlay_dev": head_reader["easytier_dev_name"] if overlay_on else "",
+        "firewall": firewall_on,
+        "pin_ports": firewall_on,
+        "code_sync": head_reader["rlinf_code_sync"],
+        "src": head_reader["rlinf_src"],
+        "join_batch": head_reader["ray_join_batch"],
+        "head_wait_timeout": head_reader["ray_node_head_wait_timeout"],
+        "check": {
+            "timeout": head_reader["ray_check_timeout"],
+            "poll_interval": head_reader["ray_check_poll_interval"],
+            "expected_totals": head_reader["ray_check_expected_totals"],
+        },
+        "members": [m["name"] for m in members.values()] if overlay_on else [],
+    }
+    controller = _controller_defaults(context)
+    artifacts = head_reader["rlinf_artifacts_dir"] or controller["rlinf_artifacts_dir"]
+    cluster["controller"] = {
+        "artifacts_dir": artifacts,
+        "wheelhouse_dir": head_reader["python_env_wheelhouse_dir"] or artifacts + "/wheelhouse",
+        "token_file": head_reader["ray_auth_controller_token_file"] or artifacts + "/secrets/ray-auth-token",
+        "code_wheel_dir": head_reader["code_sync_wheel_dir"] or artifacts + "/code-sync",
+        "report_path": head_reader["cluster_report_path"] or artifacts + "/cluster-report.json",
+        "plan_path": head_reader["cluster_plan_path"] or artifacts + "/cluster-plan.json",
+    }
+    if cluster["code_sync"] != "none" and not cluster["src"]:
+        problems.append(
+            Problem(
+                None,
+                f"rlinf_code_sync={cluster['code_sync']} needs rlinf_src, the absolute path of your RLinf checkout "
+                "on the controller (for ray: on the head); set it.",
+            )
+        )
+    elif cluster["src"] and not cluster["src"].startswith("/"):
+        problems.append(Problem(None, f"rlinf_src={cluster['src']!r} is not an absolute path; write the full path."))
+
+    run = {var.name: head_reader.get(var) for var in schema.VARS if var.scope == "run"}
+    _purpose_checks(purpose, run, order, nodes, problems)
+
+    config_report = _config_check(run, topo, problems)
+    if problems:
+        raise PlanError(problems)
+    plan = {
+        "version": PLAN_VERSION,
+        "purpose": purpose,
+        "order": order,
+        "cluster": cluster,
+        "run": {k: v for k, v in run.items() if k not in schema.SECRETS},
+        "nodes": nodes,
+        "warnings": config_report.get("warnings", []),
+        "config_cluster": config_report.get("cluster"),
+    }
+    return plan
+
+
+def _requirements(reader: _Reader) -> list[str]:
+    extras = reader["python_env_ray_extras"]
+    ray = "ray" + (f"[{','.join(extras)}]" if extras else "") + f"=={reader['rlinf_ray_version']}"
+    return [ray, *reader["python_env_extra_packages"]]
+
+
+def _address_rule(reader: _Reader, member: Mapping | None, overlay_on: bool) -> dict:
+    if reader["ray_node_ip"]:
+        return {"source": "ray_node_ip", "value": reader["ray_node_ip"]}
+    if overlay_on and member is not None:
+        return {"source": "overlay", "value": member["ipv4"], "device": reader["easytier_dev_name"]}
+    if reader["rlinf_comm_net_device"]:
+        return {"source": "rlinf_comm_net_device", "value": reader["rlinf_comm_net_device"]}
+    return {"source": "default route", "value": ""}
+
+
+def _dashboard_check(head: dict, problems: list[Problem]) -> None:
+    if not head["dashboard"]["include"]:
+        problems.append(
+            Problem(
+                head["name"],
+                "ray_node_include_dashboard=false: RLinf's failure handling reads Ray's state API, which the "
+                "dashboard serves; keep it on (it listens on ray_node_dashboard_host, loopback by default).",
+            )
+        )
+
+
+def _purpose_checks(purpose: str, run: Mapping, order: Sequence[str], nodes: Mapping, problems: list[Problem]) -> None:
+    if purpose == "launch" and not run["rlinf_entry"].strip():
+        problems.append(
+            Problem(
+                None,
+                'rlinf_entry is empty; launch.yml needs the command to run on the head, e.g. -e rlinf_entry="bash '
+                'examples/embodiment/run_embodiment.sh CONFIG".',
+            )
+        )
+    if purpose == "remove-node":
+        node = run["node"].strip()
+        if not node:
+            problems.append(Problem(None, "name the node to remove: -e node=HOST (a worker of this inventory)."))
+        elif node not in nodes:
+            problems.append(
+                Problem(None, f"node={node!r} is not a Ray node of this inventory (ray_head, ray_workers).")
+            )
+        elif node == order[0]:
+            problems.append(
+                Problem(
+                    None, f"node={node!r} is the Ray head (rank 0); removing it ends the cluster: use teardown.yml."
+                )
+            )
+
+
+def _config_check(run: Mapping, topo: Sequence[Mapping], problems: list[Problem]) -> dict:
+    source = run["rlinf_config"] or (run["rlinf_cluster"] or None)
+    if not source:
+        return {}
+    try:
+        cluster, where = resolve_cluster(source)
+    except RLinfConfigError as err:
+        problems.extend(Problem(None, text) for text in err.problems)
+        return {}
+    try:
+        report = check_cluster(cluster, list(topo) or None, where)
+    except Exception as err:  # never a traceback
+        problems.append(Problem(None, f"{where}: could not be checked ({type(err).__name__}: {err})."))
+        return {}
+    problems.extend(Problem(None, text) for text in report["problems"])
+    report["cluster"] = _plain(dict(cluster))
+    return report
+
+
+# Stage 2 -------------------------------------------------------------------------------
+
+
+def _interfaces(probe: Mapping) -> dict[str, list[str]]:
+    return {str(dev): [str(a) for a in addrs] for dev, addrs in (probe.get("interfaces") or {}).items()}
+
+
+def _device_of(ip: str, interfaces: Mapping[str, list[str]]) -> str:
+    for dev, addrs in interfaces.items():
+        if ip in addrs:
+            return dev
+    return ""
+
+
+def _listing(interfaces: Mapping[str, list[str]]) -> str:
+    shown = [f"{dev} {','.join(addrs) or '(no IPv4)'}" for dev, addrs in sorted(interfaces.items()) if dev != "lo"]
+    return "; ".join(shown) or "none"
+
+
+def resolve_address(node: Mapping, probe: Mapping) -> tuple[str, str, str, str | None]:
+    """(ip, source, comm device, problem) for one node: the one rule every playbook shares."""
+    rule = node["address_rule"]
+    interfaces = _interfaces(probe)
+    source = rule["source"]
+    if source == "ray_node_ip":
+        ip = rule["value"]
+        dev = _device_of(ip, interfaces)
+        if not dev:
+            return (
+                ip,
+                source,
+                "",
+                (
+                    f"ray_node_ip={ip} is not an address of any interface of this host ({_listing(interfaces)}); Ray and "
+                    "the collectives bind local addresses: set it to one of them, or leave it empty."
+                ),
+            )
+        return ip, source, node["device"] or dev, None
+    if source == "overlay":
+        return rule["value"], source, node["device"] or rule["device"], None
+    if source == "rlinf_comm_net_device":
+        dev = rule["value"]
+        if dev not in interfaces:
+            return (
+                "",
+                source,
+                dev,
+                (
+                    f"rlinf_comm_net_device={dev} does not exist here (interfaces: {_listing(interfaces)}); set it to one of "
+                    "them, or leave it empty for the default route's NIC."
+                ),
+            )
+        if not interfaces[dev]:
+            return (
+                "",
+                source,
+                dev,
+                f"rlinf_comm_net_device={dev} has no IPv4 address; give it one or choose another NIC.",
+            )
+        return interfaces[dev][0], source, dev, None
+    default = probe.get("default_route") or {}
+    dev, ip = str(default.get("device") or ""), str(default.get("address") or "")
+    if not ip:
+        return (
+            "",
+            source,
+            dev,
+            (
+                "this host has no default route with an IPv4 address, so Ray would bind to nothing other nodes reach; "
+                f"set rlinf_comm_net_device (interfaces: {_listing(interfaces)}) or ray_node_ip."
+            ),
+        )
+    return ip, source, dev, None
+
+
+def _in_project_dir(path: str) -> bool:
+    return any(path == d or path.startswith(d + "/") for d in PROJECT_DIRS)
+
+
+def _owned_trees(node: Mapping, probe: Mapping, wheelhouse: bool) -> dict:
+    """The directories a tool fills for us (the venv, the wheelhouse copy): ``own_trees`` are
+    re-listed in the manifest after each install; ``adopt`` are an earlier install's, under our
+    project directories but not yet in the manifest, to list now."""
+    recorded = {entry.get("path") for entry in probe.get("manifest") or []}
+    own, adopt = [], []
+    for key in ("venv", "wheelhouse") if wheelhouse else ("venv",):
+        path = node["paths"][key]
+        info = (probe.get("paths") or {}).get(key) or {}
+        exists = bool(info.get("exists"))
+        if not exists or path in recorded or _in_project_dir(path):
+            own.append({"path": path, "kind": "tree"})
+            if exists and path not in recorded and info.get("kind") == "dir":
+                adopt.append({"path": path, "kind": "tree"})
+    return {"own_trees": own, "adopt": adopt}
+
+
+def _ip_problem(ip: str) -> str | None:
+    if ip.startswith("127.") or ip.startswith("0."):
+        return (
+            f"Ray would bind to {ip}, which other nodes cannot reach; set rlinf_comm_net_device to the NIC other "
+            "nodes reach this host on, or ray_node_ip to its address."
+        )
+    return None
+
+
+def _python_problems(name: str, node: Mapping, probe: Mapping, ray_version: str, problems: list[Problem]) -> None:
+    python = probe.get("python") or {}
+    if python.get("error"):
+        problems.append(
+            Problem(
+                name,
+                f"cannot run rlinf_python={node['python']} ({python['error']}); install Python >= 3.10 there or point "
+                "rlinf_python at it.",
+            )
+        )
+        return
+    version = str(python.get("version") or "")
+    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    if len(parts) == 2 and parts < MIN_PYTHON:
+        problems.append(
+            Problem(
+                name,
+                f"rlinf_python={node['python']} is Python {version}; RLinf needs Python >= 3.10 (and Ray "
+                f"{ray_version} has no wheel for {version}; an older Ray pin is no way out, since RLinf itself needs "
+                ">= 3.10). Install a Python >= 3.10 on this host and point rlinf_python at it, e.g. "
+                "rlinf_python: /usr/local/bin/python3.11; nothing was installed.",
+            )
+        )
+
+
+def _host_problems(
+    name: str, node: Mapping, probe: Mapping, plan: Mapping, purpose: str, problems: list[Problem]
+) -> None:
+    if probe.get("failed") or probe.get("unreachable"):
+        problems.append(Problem(name, f"could not be probed: {probe.get('msg') or 'unknown error'}."))
+        return
+    if not probe.get("systemd"):
+        problems.append(
+            Problem(name, "systemd does not manage services here; rlinf.cluster runs Ray as a systemd unit.")
+        )
+    if not probe.get("apt") and purpose == "site":
+        os_name = probe.get("os", {}).get("pretty_name") or probe.get("os", {}).get("id") or "this system"
+        problems.append(
+            Problem(
+                name,
+                f"{os_name} has no apt: the roles support the Debian family (Debian 11-13, Ubuntu 22.04/24.04) "
+                "only; nothing was installed.",
+            )
+        )
+    _python_problems(name, node, probe, plan["cluster"]["ray_version"], problems)
+    for key, info in (probe.get("paths") or {}).items():
+        if not info.get("exists") or info.get("ours"):
+            continue
+        path = info.get("path")
+        if key == "venv":
+            if not info.get("is_venv"):
+                problems.append(
+                    Problem(
+                        name,
+                        f"rlinf_venv_dir={path} exists and is not a Python venv; rlinf-ansible would install into it: "
+                        "choose a path of its own (default /opt/rlinf/venv).",
+                    )
+                )
+            continue
+        if key not in FILE_PATHS:
+            continue
+        if any(path == d or path.startswith(d + "/") for d in PROJECT_DIRS):
+            continue  # an earlier install's file, adopted
+        var = PATH_VARS.get(key, key)
+        what = "a unit" if key.endswith("unit_file") else "a file"
+        problems.append(
+            Problem(
+                name,
+                f"{var}: {path} exists and is {what} rlinf-ansible did not write (not in its manifest); it would be "
+                "overwritten and later purged: choose another name or path.",
+            )
+        )
+    for unit_path in probe.get("os_units") or []:
+        problems.append(
+            Problem(
+                name,
+                f"ray_node_unit_name={node['unit']!r}: the operating system or a package already has {unit_path}; "
+                "a unit of ours under that name would replace it: choose another name (default rlinf-ray).",
+            )
+        )
+
+
+def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site") -> dict:
+    """Apply the address rule to every probed node and render what each writes; raises PlanError.
+
+    ``probes`` maps inventory name -> the node_state result of that host. Nodes without a
+    probe (left out by --limit) keep their static plan and get no rendered files.
+    """
+    problems: list[Problem] = []
+    cluster = plan["cluster"]
+    order = plan["order"]
+    head = order[0]
+    resolved: dict[str, dict] = {}
+    if purpose == "site" and head not in probes:
+        problems.append(
+            Problem(
+                None,
+                f"the head '{head}' is not in this run (--limit?); workers need its address: add it to --limit, "
+                f"e.g. --limit '{head},HOST'.",
+            )
+        )
+    for name in order:
+        node = plan["nodes"][name]
+        probe = probes.get(name)
+        if probe is None:
+            continue
+        entry = dict(node)
+        if purpose in ("status", "teardown", "purge", "launch", "remove-node"):
+            record = probe.get("record") or {}
+            entry["ip"] = record.get("ip", "")
+            entry["ip_source"] = "record" if record else "none"
+            entry["comm_device"] = record.get("comm_device", "")
+            entry["deployed"] = bool(record)
+            resolved[name] = entry
+            continue
+        _host_problems(name, node, probe, plan, purpose, problems)
+        ip, source, dev, problem = resolve_address(node, probe)
+        problem = problem or (_ip_problem(ip) if ip else None)
+        if problem:
+            problems.append(Problem(name, problem))
+        entry.update({"ip": ip, "ip_source": source, "comm_device": dev, "deployed": bool(probe.get("record"))})
+        entry.update(_owned_trees(node, probe, wheelhouse=not cluster["index_url"]))
+        if node["role"] == "head" and probe.get("port_busy"):
+            problems.append(
+                Problem(
+                    name,
+                    f"port {node['ports']['ray_port']} is already in use but {node['unit']} is not running (a Ray "
+                    "started by hand?): stop it there (`ray stop`) or choose another ray_port.",
+                )
+            )
+        resolved[name] = entry
+
+    if purpose == "site":
+        versions = {
+            n: (probes[n].get("python") or {}).get("version")
+            for n in resolved
+            if (probes[n].get("python") or {}).get("version")
+        }
+        if len(set(versions.values())) > 1:
+            listing = ", ".join(f"{n}={v}" for n, v in versions.items())
+            problems.append(
+                Problem(
+                    None,
+                    f"Python differs between nodes: {listing}. Ray needs the same Python, patch level included, on "
+                    "every node: install it, or point rlinf_python at a matching interpreter on the odd hosts.",
+                )
+            )
+    if problems:
+        raise PlanError(problems, stage="preflight")
+
+    out = {k: v for k, v in plan.items() if k != "nodes"}
+    out["nodes"] = dict(plan["nodes"])
+    if head in resolved:
+        head_ip = resolved[head]["ip"]
+        head_port = plan["nodes"][head]["ports"]["ray_port"]
+        out["cluster"] = dict(cluster, head_ip=head_ip, head_port=head_port, head_address=f"{head_ip}:{head_port}")
+    for name, entry in resolved.items():
+        if purpose == "site" and head in resolved:
+            entry.update(_rendered(entry, out, probes[name]))
+        out["nodes"][name] = entry
+    out["expected_nodes"] = expected_nodes(out)
+    out["purpose"] = purpose
+    return out
+
+
+def node_env(node: Mapping, plan: Mapping) -> dict:
+    """The environment Ray starts with on this node, in the env file's order."""
+    cluster = plan["cluster"]
+    env = {"RLINF_NODE_RANK": node["rank"]}
+    if node.get("comm_device"):
+        env["RLINF_COMM_NET_DEVICES"] = node["comm_device"]
+    env["RLINF_RAY_HEAD_ADDRESS"] = cluster["head_address"]
+    if node.get("cuda_visible_devices") is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(node["cuda_visible_devices"])
+    if cluster["auth"]:
+        env["RAY_AUTH_MODE"] = "token"
+        env["RAY_AUTH_TOKEN_PATH"] = node["paths"]["token_file"]
+    else:
+        env["RAY_AUTH_MODE"] = "disabled"
+    env.update(node["env_vars"])
+    return env
+
+
+def ray_args(node: Mapping, plan: Mapping) -> list[str]:
+    """`ray start` arguments (without `start --block`), built from the same port table the firewall uses."""
+    cluster = plan["cluster"]
+    ports = node["ports"]
+    if node["role"] == "head":
+        dash = node["dashboard"]
+        args = [
+            "--head",
+            f"--port={ports['ray_port']}",
+            f"--include-dashboard={'true' if dash['include'] else 'false'}",
+        ]
+        if dash["include"]:
+            args += [f"--dashboard-host={dash['host']}", f"--dashboard-port={dash['port']}"]
+    else:
+        args = [f"--address={cluster['head_address']}"]
+    args += [f"--node-ip-address={node['ip']}", "--disable-usage-stats"]
+    resources = dict(node["start_resources"])
+    if "CPU" in resources:
+        args.append(f"--num-cpus={render.number_text(resources.pop('CPU'))}")
+    if "GPU" in resources:
+        args.append(f"--num-gpus={render.number_text(resources.pop('GPU'))}")
+    if resources:
+        args.append("--resources=" + json.dumps(resources, separators=(",", ":"), sort_keys=True))
+    if node["object_store_memory"]:
+        args.append(f"--object-store-memory={node['object_store_memory']}")
+    if node["paths"]["temp_dir"] != "/tmp/ray":
+        args.append(f"--temp-dir={node['paths']['temp_dir']}")
+    if cluster["pin_ports"]:
+        args += firewall.pinned_port_args(node)
+    return args + list(node["extra_args"])
+
+
+def record_of(node: Mapping, plan: Mapping) -> dict:
+    """What the node keeps of the plan's decisions (under /etc/rlinf/state/)."""
+    cluster = plan["cluster"]
+    return {
+        "version": PLAN_VERSION,
+        "name": node["name"],
+        "rank": node["rank"],
+        "role": node["role"],
+        "ip": node["ip"],
+        "ip_source": node["ip_source"],
+        "comm_device": node["comm_device"],
+        "head": cluster["head_address"],
+        "unit": node["unit"],
+        "ports": node["ports"],
+        "temp_dir": node["paths"]["temp_dir"],
+        "env_file": node["paths"]["env_file"],
+        "venv": node["paths"]["venv"],
+    }
+
+
+def _rendered(node: dict, plan: Mapping, probe: Mapping) -> dict:
+    env = node_env(node, plan)
+    args = ray_args(node, plan)
+    unit = render.ray_unit(node, args, plan["cluster"])
+    files = [
+        {"path": node["paths"]["env_file"], "content": render.env_file(env), "mode": "0644", "restart": True},
+        {"path": node["paths"]["unit_file"], "content": unit, "mode": "0644", "restart": True, "reload": True},
+        {"path": node["paths"]["profile"], "content": render.profile(node), "mode": "0644"},
+        {"path": node["paths"]["record"], "content": render.json_text(record_of(node, plan)), "mode": "0644"},
+    ]
+    digest = hashlib.sha256("".join(f["content"] for f in files).encode()).hexdigest()[:16]
+    return {"env": env, "ray_args": args, "files": files, "files_digest": digest}
+
+
+def expected_nodes(plan: Mapping) -> list[dict]:
+    """The nodes the check and the GCS query expect, in rank order."""
+    out = []
+    for name in plan["order"]:
+        node = plan["nodes"][name]
+        entry = {"name": name, "rank": node["rank"], "ip": node.get("ip", ""), "resources": node["resources"]}
+        if node["paths"]["temp_dir"] != "/tmp/ray":
+            entry["temp_dir"] = node["paths"]["temp_dir"]
+        env = {}
+        if node.get("comm_device"):
+            env["RLINF_COMM_NET_DEVICES"] = node["comm_device"]
+        env["RAY_AUTH_MODE"] = "token" if plan["cluster"]["auth"] else "disabled"
+        entry["env"] = env
+        out.append(entry)
+    return out
+
+
+def summary(plan: Mapping) -> dict:
+    """The plan as validate.yml writes it: no secret, no file content."""
+    nodes = []
+    for name in plan["order"]:
+        node = plan["nodes"][name]
+        nodes.append(
+            {
+                "name": name,
+                "rank": node["rank"],
+                "role": node["role"],
+                "machine": node["machine"],
+                "node_groups": node["node_groups"],
+                "gpus": node["gpus"],
+                "unit": node["unit"],
+                "ports": node["ports"],
+                "paths": node["paths"],
+                "address_rule": node["address_rule"],
+                "env_keys": sorted({"RLINF_NODE_RANK", "RLINF_RAY_HEAD_ADDRESS", "RAY_AUTH_MODE", *node["env_vars"]}),
+            }
+        )
+    return {"version": plan["version"], "cluster": plan["cluster"], "nodes": nodes}

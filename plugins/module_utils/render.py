@@ -1,0 +1,129 @@
+"""The files a node gets, rendered from the plan, each value quoted for the program that reads it.
+
+- systemd (``ExecStart=``, ``Environment=``): systemd.syntax(7) and systemd.service(5)
+  rules: a word with anything but plain characters is double-quoted with ``\\`` and ``"``
+  escaped, ``%`` doubled (specifiers) and ``$`` doubled (variable substitution).
+- the environment file: read by systemd's ``EnvironmentFile=`` and by ``set -a; . file``;
+  single-quoted values, which both read literally (the schema refuses what would need more).
+- shell snippets: ``shlex.quote``.
+
+Controller-only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+
+from ansible_collections.rlinf.cluster.plugins.module_utils.env_file import render_env
+
+MANAGED = "Managed by rlinf-ansible"
+_SYSTEMD_PLAIN = re.compile(r"^[A-Za-z0-9_@+=:,./-]+$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class RenderError(ValueError):
+    pass
+
+
+def systemd_word(word: str) -> str:
+    """One word of an ExecStart= or Environment= line, as systemd reads it back."""
+    word = str(word)
+    if _CONTROL.search(word):
+        raise RenderError(f"{word!r} holds a control character; systemd cannot take it in one word")
+    if word == ";":
+        return "\\;"
+    if _SYSTEMD_PLAIN.match(word):
+        return word
+    escaped = word.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
+    return f'"{escaped}"'
+
+
+def systemd_line(words: Sequence[str]) -> str:
+    return " ".join(systemd_word(w) for w in words)
+
+
+def number_text(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def json_text(data) -> str:
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def env_file(env: Mapping) -> str:
+    return (
+        f"# {MANAGED} (rlinf.cluster.rlinf_env); local edits are overwritten.\n"
+        "# Ray freezes its environment at `ray start`: the Ray unit loads this file and a change\n"
+        "# here restarts Ray on this node.\n" + render_env(env)
+    )
+
+
+def profile(node: Mapping) -> str:
+    """The login-shell snippet: the environment Ray runs with, the cluster address, the venv's tools."""
+    env = shlex.quote(node["paths"]["env_file"])
+    bin_dir = node["paths"]["venv"] + "/bin"
+    return (
+        f"# {MANAGED} (rlinf.cluster.rlinf_env): interactive shells get the\n"
+        "# environment Ray runs with, the cluster address and the venv's tools.\n"
+        f"if [ -r {env} ]; then\n"
+        "  set -a\n"
+        f"  . {env}\n"
+        "  set +a\n"
+        '  export RAY_ADDRESS="$RLINF_RAY_HEAD_ADDRESS"\n'
+        "fi\n"
+        'case ":$PATH:" in\n'
+        f"  *{shlex.quote(':' + bin_dir + ':')}*) ;;\n"
+        f'  *) PATH={shlex.quote(bin_dir)}:"$PATH" ;;\n'
+        "esac\n"
+    )
+
+
+def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping) -> str:
+    """The systemd unit that runs `ray start --block` for one Ray node."""
+    paths = node["paths"]
+    role = "head" if node["role"] == "head" else "worker"
+    after = "network-online.target" + (" easytier.service" if cluster.get("overlay") else "")
+    auth = (
+        ["RAY_AUTH_MODE=token", f"RAY_AUTH_TOKEN_PATH={paths['token_file']}"]
+        if cluster.get("auth")
+        else ["RAY_AUTH_MODE=disabled"]
+    )
+    exec_start = [paths["python"], paths["venv"] + "/bin/ray", "start", "--block", *args]
+    return "\n".join(
+        [
+            f"# {MANAGED} (rlinf.cluster.ray_node); local edits are overwritten.",
+            "[Unit]",
+            f"Description=Ray {role} for RLinf (rank {node['rank']})",
+            f"After={after}",
+            "Wants=network-online.target",
+            "",
+            "[Service]",
+            "Type=simple",
+            "# Token auth does not depend on the env file: a missing file fails the start instead.",
+            f"Environment={systemd_line(auth)}",
+            "# Ray freezes its environment at start: a change to this file restarts the unit.",
+            f"EnvironmentFile={systemd_word(paths['env_file'])}",
+            "# Started through bin/python so Ray's workers run the interpreter drivers use (RLinf",
+            "# warns when a driver's sys.executable differs from the workers').",
+            f"ExecStart={systemd_line(exec_start)}",
+            "# `ray start --block` exits 1 on SIGTERM and when a Ray process dies: a stop stays a",
+            "# clean stop, and a dead raylet brings the node back.",
+            "SuccessExitStatus=1",
+            "Restart=always",
+            "RestartSec=5",
+            "# A stop sends SIGTERM to every process of the unit at once, the head's GCS included, so",
+            "# Ray's drain-on-SIGTERM (through the GCS) can only wait out its timeout: skip it.",
+            "Environment=RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S=0",
+            "TimeoutStopSec=20",
+            "LimitNOFILE=65536",
+            "",
+            "[Install]",
+            "WantedBy=multi-user.target",
+            "",
+        ]
+    )

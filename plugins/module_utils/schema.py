@@ -1,0 +1,372 @@
+"""Every user-facing variable: its default, the rule its value must pass and where it applies.
+
+One table, read by the plan (plugins/module_utils/plan.py) in one pass over the inventory
+before any host is contacted. Defaults here are the roles' defaults (a unit test keeps
+them equal). Scope:
+
+- ``node``: read on every Ray node; may differ between hosts.
+- ``cluster``: read on every Ray node; must be the same on all of them (one Ray version,
+  one token, one overlay...).
+- ``run``: a setting of this run (usually ``-e``), read once.
+- ``member``: read on every EasyTier member (the bootstrap and the Ray nodes) when the
+  overlay is on.
+
+Variables whose rules need the whole inventory (ranks, node groups, GPUs) are checked by
+plugins/module_utils/topology.py; their names are listed in ``TOPOLOGY_VARS``.
+
+Controller-only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+from ansible_collections.rlinf.cluster.plugins.module_utils import rules as r
+
+
+class Var(NamedTuple):
+    name: str
+    default: object
+    rule: Callable[[object], object]
+    scope: str
+    rule_text: str
+
+
+# Environment variables rlinf-ansible writes itself, and the variable to set instead.
+MANAGED_ENV_VARS = {
+    "RLINF_NODE_RANK": "set rlinf_node_rank (or the inventory order)",
+    "RLINF_COMM_NET_DEVICES": "set rlinf_comm_net_device",
+    "RLINF_RAY_HEAD_ADDRESS": "it is the head's address, decided by the plan",
+    "CUDA_VISIBLE_DEVICES": "set rlinf_cuda_visible_devices",
+    "RAY_AUTH_MODE": "set ray_auth_enabled",
+    "RAY_AUTH_TOKEN": "set ray_auth_token (kept in a 0600 file, never in the environment)",
+    "RAY_AUTH_TOKEN_PATH": "set ray_auth_token_file",
+    "RLINF_NET_EMULATION": (
+        "RLinf's driver sets it from cluster.net_emulation; a value frozen in Ray's environment wins on the "
+        "workers, and 1 without cluster.net_emulation.enabled hangs the collectives: set cluster.net_emulation"
+    ),
+}
+# `ray start` options the plan sets, and the variable that sets each.
+MANAGED_RAY_FLAGS = {
+    "--head": "the ray_head group",
+    "--address": "the ray_head group",
+    "--port": "ray_port",
+    "--node-ip-address": "ray_node_ip or rlinf_comm_net_device",
+    "--block": "nothing (the unit runs Ray in the foreground)",
+    "--temp-dir": "ray_temp_dir",
+    "--num-cpus": "ray_num_cpus",
+    "--num-gpus": "ray_num_gpus",
+    "--resources": "ray_resources",
+    "--object-store-memory": "ray_node_object_store_memory",
+    "--include-dashboard": "ray_node_include_dashboard",
+    "--dashboard-host": "ray_node_dashboard_host",
+    "--dashboard-port": "ray_node_dashboard_port",
+    "--node-manager-port": "ray_node_manager_port",
+    "--object-manager-port": "ray_object_manager_port",
+    "--dashboard-agent-grpc-port": "ray_dashboard_agent_grpc_port",
+    "--dashboard-agent-listen-port": "ray_dashboard_agent_listen_port",
+    "--runtime-env-agent-port": "ray_runtime_env_agent_port",
+    "--metrics-export-port": "ray_metrics_export_port",
+    "--min-worker-port": "ray_min_worker_port",
+    "--max-worker-port": "ray_max_worker_port",
+    "--ray-client-server-port": "ray_client_server_port",
+    "--disable-usage-stats": "nothing (always set)",
+}
+
+_NAME64 = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_VERSION = re.compile(r"^[0-9]+(\.[0-9]+){1,3}$")
+_SHA256 = re.compile(r"^[0-9A-Fa-f]{64}$")
+_FLAG = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_NODE_PATH = "absolute, normalised, no space/quote/$/%/:; never a system directory, file or a parent of one"
+_PORT = "a port, 1..65535"
+_PINNED = "a port Ray pins, 1024..65535; distinct on one machine"
+_BOOL = "true or false"
+
+VARS = (
+    # Python environment
+    Var("rlinf_venv_dir", "/opt/rlinf/venv", r.node_path, "node", _NODE_PATH),
+    Var("rlinf_python", "python3", r.interpreter, "node", "python3[.N] on PATH, or an absolute path"),
+    Var(
+        "rlinf_ray_version",
+        "2.60.0",
+        r.version_at_least("2.47.0", "RLinf requires ray[default]>=2.47.0"),
+        "cluster",
+        'a quoted "X.Y.Z" >= 2.47.0, the same on every node',
+    ),
+    Var(
+        "python_env_extra_packages",
+        [],
+        r.list_of(r.requirement, "requirements"),
+        "cluster",
+        "a list of name==version, one requirement per item, no pip option or URL",
+    ),
+    Var("python_env_ray_extras", ["default"], r.list_of(r.extra_name, "extras"), "cluster", "a list of extra names"),
+    Var("python_env_index_url", "", r.url, "cluster", "empty, or an http(s) index URL the nodes reach"),
+    Var("python_env_node_wheelhouse_dir", "/opt/rlinf/wheelhouse", r.node_path, "node", _NODE_PATH),
+    # Environment file
+    Var("rlinf_env_file", "/etc/rlinf/rlinf.env", r.node_path, "node", _NODE_PATH + "; not a file we did not write"),
+    Var(
+        "rlinf_env_vars",
+        {},
+        r.mapping_of(r.env_name, r.env_value, "environment variables"),
+        "node",
+        "a mapping NAME: value; names [A-Za-z_][A-Za-z0-9_]*, not a managed one; plain values",
+    ),
+    Var("rlinf_env_profile_script", "/etc/profile.d/rlinf.sh", r.node_path, "node", _NODE_PATH),
+    # Network
+    Var("rlinf_comm_net_device", "", r.device, "node", "empty, or a NIC name (1-15 of A-Z a-z 0-9 _ . -)"),
+    Var("ray_node_ip", "", r.ipv4(), "node", "empty, or an IPv4 address other nodes reach (not loopback)"),
+    # Ray
+    Var("ray_port", 6379, r.port, "node", _PORT),
+    Var("ray_num_cpus", None, r.optional(r.number(low=0)), "node", "unset, or a number >= 0"),
+    Var("ray_num_gpus", None, r.optional(r.number(low=0)), "node", "unset, or a number >= 0"),
+    Var(
+        "ray_resources",
+        {},
+        r.mapping_of(r.resource_name, r.number(low=0), "resources"),
+        "node",
+        "a mapping name: amount (>= 0)",
+    ),
+    Var("ray_temp_dir", "", r.optional_node_path, "node", "empty (/tmp/ray), or " + _NODE_PATH),
+    Var(
+        "ray_node_object_store_memory",
+        0,
+        r.integer(0),
+        "node",
+        "bytes, a whole number >= 0 (0 = Ray's default)",
+    ),
+    Var("ray_node_include_dashboard", True, r.boolean, "node", _BOOL),
+    Var(
+        "ray_node_dashboard_host",
+        "127.0.0.1",
+        r.ipv4(loopback=True, unspecified=True),
+        "node",
+        "an IPv4 address (loopback by default)",
+    ),
+    Var("ray_node_dashboard_port", 8265, r.pinned_port, "node", _PINNED),
+    Var(
+        "ray_node_unit_name",
+        "rlinf-ray",
+        r.unit_name,
+        "node",
+        "a unit name of ours, never an OS unit (ssh, systemd-*...)",
+    ),
+    Var(
+        "ray_node_extra_args",
+        [],
+        r.list_of(r.ray_argument(MANAGED_RAY_FLAGS), "`ray start` options"),
+        "node",
+        "a list, one --flag[=value] per item, not a flag rlinf-ansible sets",
+    ),
+    Var("ray_node_head_wait_timeout", 60, r.integer(1), "cluster", "seconds, >= 1"),
+    Var("ray_join_batch", "100%", r.join_batch, "cluster", "a count >= 1 or a percentage"),
+    Var("ray_client_server_port", 10001, r.pinned_port, "node", _PINNED),
+    Var("ray_node_manager_port", 6380, r.pinned_port, "node", _PINNED),
+    Var("ray_object_manager_port", 6381, r.pinned_port, "node", _PINNED),
+    Var("ray_dashboard_agent_grpc_port", 6382, r.pinned_port, "node", _PINNED),
+    Var("ray_runtime_env_agent_port", 6383, r.pinned_port, "node", _PINNED),
+    Var("ray_metrics_export_port", 6384, r.pinned_port, "node", _PINNED),
+    Var("ray_dashboard_agent_listen_port", 52365, r.pinned_port, "node", _PINNED),
+    Var("ray_min_worker_port", 10002, r.pinned_port, "node", _PINNED),
+    Var("ray_max_worker_port", 19999, r.pinned_port, "node", _PINNED),
+    # Authentication
+    Var("ray_auth_enabled", True, r.boolean, "cluster", _BOOL + ", the same on every node"),
+    Var("ray_auth_token", "", r.secret(32), "cluster", "empty (generated), or a secret of >= 32 printable characters"),
+    Var(
+        "ray_auth_token_file",
+        "/etc/rlinf/ray-auth-token",
+        r.node_path,
+        "node",
+        _NODE_PATH + "; not a file we did not write",
+    ),
+    # Firewall
+    Var("rlinf_firewall_enabled", False, r.boolean, "cluster", _BOOL + ", the same on every node"),
+    Var(
+        "rlinf_firewall_allowed_sources",
+        [],
+        r.list_of(r.ipv4_source, "IPv4 addresses or networks"),
+        "node",
+        "a list of IPv4 addresses or networks",
+    ),
+    Var(
+        "rlinf_firewall_client_sources",
+        [],
+        r.list_of(r.ipv4_source, "IPv4 addresses or networks"),
+        "node",
+        "a list of IPv4 addresses or networks",
+    ),
+    Var("firewall_table", "rlinf", r.nft_table, "node", "an nft table name of ours (letters, digits, _)"),
+    Var("firewall_rules_file", "/etc/rlinf/firewall.nft", r.node_path, "node", _NODE_PATH),
+    Var("firewall_unit_name", "rlinf-firewall", r.unit_name, "node", "a unit name of ours"),
+    Var("firewall_nft_bin", "/usr/sbin/nft", r.node_path, "node", "the absolute path of nft"),
+    # Code sync and launch
+    Var(
+        "rlinf_code_sync", "none", r.choice("none", "rsync", "package", "ray"), "cluster", "none, rsync, package or ray"
+    ),
+    Var(
+        "rlinf_src",
+        "",
+        r.optional_controller_path,
+        "cluster",
+        "empty, or the checkout's absolute path on the controller",
+    ),
+    Var("rlinf_code_dest", "", r.optional_node_path, "node", "empty (= rlinf_src), or " + _NODE_PATH),
+    Var("code_sync_max_mb", 50, r.number(above=0), "cluster", "MiB, a number > 0"),
+    Var(
+        "code_sync_rsync_excludes",
+        [
+            ".git",
+            "__pycache__",
+            "*.pyc",
+            ".mypy_cache",
+            ".pytest_cache",
+            ".ruff_cache",
+            ".cache",
+            ".venv",
+            "*.egg-info",
+            "build",
+            "dist",
+            "logs",
+            "outputs",
+            "results",
+            "checkpoints",
+            "wandb",
+            "ray_utils/ray_head_ip.txt",
+        ],
+        r.list_of(r.text(empty=False), "patterns"),
+        "cluster",
+        "a list of rsync patterns, one per item",
+    ),
+    Var("code_sync_rsync_delete", True, r.boolean, "cluster", _BOOL),
+    Var("code_sync_pip_wheel_args", [], r.list_of(r.text(empty=False), "pip wheel arguments"), "cluster", "a list"),
+    Var("code_sync_node_wheel_dir", "/opt/rlinf/code-sync", r.node_path, "node", _NODE_PATH),
+    Var("code_sync_node_record_dir", "/opt/rlinf/code-sync-checkouts", r.node_path, "node", _NODE_PATH),
+    Var(
+        "rlinf_launch_name",
+        "",
+        r.text(_NAME64, hint="use letters, digits, '_', '.', '-'"),
+        "run",
+        "empty (a timestamp), or up to 64 of A-Z a-z 0-9 _ . -",
+    ),
+    Var("rlinf_launch_log_dir", "/var/log/rlinf", r.node_path, "cluster", _NODE_PATH),
+    Var(
+        "rlinf_launch_env",
+        {},
+        r.mapping_of(r.env_name, r.env_value, "environment variables"),
+        "run",
+        "a mapping NAME: value (plain values)",
+    ),
+    Var("rlinf_launch_allow_concurrent", False, r.boolean, "run", _BOOL),
+    # Check and reports
+    Var("ray_check_timeout", 60, r.integer(1), "cluster", "seconds, >= 1"),
+    Var("ray_check_poll_interval", 1, r.number(above=0), "cluster", "seconds, > 0"),
+    Var(
+        "ray_check_expected_totals",
+        {},
+        r.mapping_of(r.resource_name, r.number(low=0), "resources"),
+        "cluster",
+        "a mapping resource: minimum",
+    ),
+    # Validation
+    Var("rlinf_config", "", r.optional_controller_path, "run", "empty, or a path to an RLinf YAML on the controller"),
+    Var("rlinf_cluster", {}, r.any_mapping, "run", "a mapping (the block under cluster:)"),
+    Var("validate_inventory_show", True, r.boolean, "run", _BOOL),
+    Var("cluster_plan_path", None, r.optional_controller_path, "run", "a path on the controller"),
+    Var("cluster_report_path", None, r.optional_controller_path, "cluster", "a path on the controller"),
+    # Controller directories (the defaults are computed from the playbook's location)
+    Var("rlinf_artifacts_dir", None, r.optional_controller_path, "cluster", "a directory on the controller"),
+    Var("python_env_wheelhouse_dir", None, r.optional_controller_path, "cluster", "a directory on the controller"),
+    Var("ray_auth_controller_token_file", None, r.optional_controller_path, "cluster", "a path on the controller"),
+    Var("code_sync_wheel_dir", None, r.optional_controller_path, "cluster", "a directory on the controller"),
+    # launch.yml and remove-node.yml
+    Var("rlinf_entry", "", r.text(), "run", "one line: the command launch.yml runs on the head"),
+    Var("node", "", r.text(), "run", "an inventory host name (remove-node.yml)"),
+    # Teardown
+    Var("teardown_purge", False, r.boolean, "run", _BOOL),
+    Var("teardown_confirm", "", r.text(), "run", "'yes' skips the prompt"),
+    # EasyTier overlay
+    Var("easytier_enabled", False, r.boolean, "cluster", _BOOL + ", the same on every node"),
+)
+
+# Checked only when the overlay is on, on every member (bootstrap included).
+EASYTIER_VARS = (
+    Var(
+        "easytier_install_source",
+        "pypi",
+        r.choice("pypi", "release", "archive"),
+        "member",
+        "pypi, release or archive",
+    ),
+    Var(
+        "easytier_network_name",
+        "rlinf-cloud-edge",
+        r.text(_NAME64, empty=False, hint="use 1-64 of A-Z a-z 0-9 _ . -"),
+        "member",
+        "1-64 of A-Z a-z 0-9 _ . -",
+    ),
+    Var("easytier_network_secret", "", r.secret(12), "member", "a secret of >= 12 printable characters (Vault)"),
+    Var("easytier_subnet", "10.144.0.0/24", r.ipv4_network, "member", "an IPv4 network in CIDR form"),
+    Var("easytier_dev_name", "et0", r.device, "member", "a device name (1-15 of A-Z a-z 0-9 _ . -)"),
+    Var("easytier_listen_port", 11010, r.port, "member", _PORT),
+    Var(
+        "easytier_listen_protocols",
+        ["tcp", "udp"],
+        r.list_of(r.choice("tcp", "udp", "ws", "wss", "quic", "wg"), "protocols"),
+        "member",
+        "a list of tcp, udp, ws, wss, quic, wg",
+    ),
+    Var(
+        "easytier_peer_protocol",
+        "tcp",
+        r.choice("tcp", "udp", "ws", "wss", "quic", "wg"),
+        "member",
+        "one of easytier_listen_protocols",
+    ),
+    Var("easytier_bootstrap_address", "", r.host_address, "member", "empty, an IP address or a DNS name"),
+    Var(
+        "easytier_extra_flags",
+        {},
+        r.mapping_of(
+            r.text(_FLAG, empty=False, hint="use lower-case flag names"),
+            r.text(),
+            "flags",
+        ),
+        "member",
+        "a mapping flag: value (EasyTier's [flags] keys)",
+    ),
+    Var("easytier_base_dir", "/opt/rlinf/easytier", r.node_path, "member", _NODE_PATH),
+    Var("easytier_venv_dir", "/opt/rlinf/easytier/venv", r.node_path, "member", _NODE_PATH),
+    Var("easytier_config_dir", "/etc/rlinf/easytier", r.node_path, "member", _NODE_PATH),
+    Var("easytier_python", "/usr/bin/python3", r.interpreter, "member", "an interpreter path or python3[.N]"),
+    Var("easytier_wait_timeout", 90, r.integer(1), "member", "seconds, >= 1"),
+    Var("easytier_pypi_package", "easytier-pyo3", r.text(_NAME64, empty=False), "member", "a package name"),
+    Var("easytier_pypi_version", "0.1.3", r.text(_VERSION, empty=False, hint="write e.g. 0.1.3"), "member", "X.Y.Z"),
+    Var("easytier_pip_download_args", [], r.list_of(r.text(empty=False), "pip arguments"), "member", "a list"),
+    Var("easytier_release_version", "2.6.4", r.text(_VERSION, empty=False, hint="write e.g. 2.6.4"), "member", "X.Y.Z"),
+    Var(
+        "easytier_release_base_url",
+        "https://github.com/EasyTier/EasyTier/releases/download",
+        r.url,
+        "member",
+        "an http(s) URL",
+    ),
+    Var("easytier_release_sha256", "", r.text(_SHA256, hint="write 64 hex digits"), "member", "empty or 64 hex digits"),
+    Var("easytier_archive_path", "", r.optional_controller_path, "member", "a path on the controller"),
+    Var("easytier_archive_sha256", "", r.text(_SHA256, hint="write 64 hex digits"), "member", "empty or 64 hex digits"),
+    Var("easytier_controller_cache_dir", None, r.optional_controller_path, "member", "a directory on the controller"),
+    Var("easytier_ipv4", "", r.text(), "member", "empty, or an address inside easytier_subnet"),
+)
+
+# Checked by topology.py (they need the whole inventory).
+TOPOLOGY_VARS = (
+    "rlinf_node_rank",
+    "rlinf_node_group",
+    "rlinf_node_groups",
+    "rlinf_gpus_per_node",
+    "rlinf_cuda_visible_devices",
+)
+
+BY_NAME = {var.name: var for var in VARS + EASYTIER_VARS}
+SECRETS = frozenset({"ray_auth_token", "easytier_network_secret"})

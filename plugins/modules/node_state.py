@@ -1,0 +1,376 @@
+#!/usr/bin/python
+# Copyright (c) rlinf-ansible maintainers
+# Apache-2.0 (see galaxy.yml)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: node_state
+short_description: Read everything the plan needs to know about one node, in one call
+description:
+  - Reads, without changing anything, what the cluster plan (preflight) and the roles need from a
+    node, so one module call replaces the fact gathering and the per-file reads of a run.
+  - The network (every interface and its IPv4 addresses, the default route's device and address),
+    the operating system (systemd, apt, os-release), the Python O(python) the venv is made from
+    (version, machine, glibc), the venv O(venv) and whether it holds O(requirements), the Ray unit
+    O(unit) (active state, units of the same name installed by the system or a package), each path
+    in O(paths) (exists, kind, whether rlinf-ansible wrote it), the record and manifest rlinf-ansible
+    keeps under C(/etc/rlinf/state), and whether O(port) is taken by a process outside the unit.
+  - A path is rlinf-ansible's when its manifest O(manifest) lists it or its first line says
+    C(Managed by rlinf-ansible).
+version_added: 0.2.0
+author:
+  - rlinf-ansible maintainers
+extends_documentation_fragment:
+  - rlinf.cluster.attributes.read_only
+options:
+  python:
+    description: The interpreter the venv is made from (a command on PATH or an absolute path).
+    type: str
+    default: python3
+  venv:
+    description: The venv Ray runs under; its interpreter is C(<venv>/bin/python).
+    type: path
+  requirements:
+    description: Pinned requirements the venv must hold (C(name[extras]==version)).
+    type: list
+    elements: str
+    default: []
+  unit:
+    description: Name of the Ray unit (without C(.service)).
+    type: str
+  paths:
+    description: Paths rlinf-ansible would write or own here, by the plan's name for each.
+    type: dict
+    default: {}
+  manifest:
+    description: This node's manifest of the paths rlinf-ansible created.
+    type: path
+  record:
+    description: This node's record of the plan's decisions (address, rank, unit).
+    type: path
+  port:
+    description: A TCP port (the head's GCS port) to report as busy when a process listens on it while O(unit) is not active.
+    type: int
+notes:
+  - Needs C(ip) (iproute2) for the network part.
+"""
+
+EXAMPLES = r"""
+- name: Read the node's state
+  rlinf.cluster.node_state:
+    python: python3
+    venv: /opt/rlinf/venv
+    requirements: ["ray[default]==2.60.0"]
+    unit: rlinf-ray
+    paths:
+      env_file: /etc/rlinf/rlinf.env
+      unit_file: /etc/systemd/system/rlinf-ray.service
+    manifest: /etc/rlinf/state/rlinf-ray.manifest.json
+    record: /etc/rlinf/state/rlinf-ray.json
+    port: 6379
+  register: rlinf_probe
+"""
+
+RETURN = r"""
+interfaces:
+  description: Every interface and its IPv4 addresses (primary first).
+  returned: always
+  type: dict
+  sample: {eth0: [10.89.77.10], lo: [127.0.0.1]}
+default_route:
+  description: Device and primary IPv4 of the default route (empty when there is none).
+  returned: always
+  type: dict
+  sample: {device: eth0, address: 10.89.77.10}
+systemd:
+  description: Whether systemd manages services here.
+  returned: always
+  type: bool
+apt:
+  description: Whether apt-get is installed (Debian family).
+  returned: always
+  type: bool
+os:
+  description: C(id), C(version_id), C(pretty_name) from os-release.
+  returned: always
+  type: dict
+python:
+  description: C(version), C(machine), C(glibc), C(executable) of O(python), or C(error).
+  returned: always
+  type: dict
+venv:
+  description: C(exists), C(satisfied), C(unsatisfied) (requirement problems), C(python), C(ray).
+  returned: always
+  type: dict
+unit:
+  description: C(active) (systemctl is-active) of O(unit).
+  returned: always
+  type: dict
+os_units:
+  description: Unit files of the system or a package with the name O(unit) (ours would replace them).
+  returned: always
+  type: list
+  elements: str
+paths:
+  description: For each key of O(paths) - C(path), C(exists), C(kind) (file, dir, other), C(ours), C(is_venv), C(empty).
+  returned: always
+  type: dict
+record:
+  description: The record's JSON, or an empty dict.
+  returned: always
+  type: dict
+manifest:
+  description: The paths the manifest lists (C(path), C(kind)).
+  returned: always
+  type: list
+  elements: dict
+port_busy:
+  description: Whether O(port) has a listener while O(unit) is not active.
+  returned: always
+  type: bool
+"""
+
+import json  # noqa: E402
+import os  # noqa: E402
+import platform  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+from ansible_collections.rlinf.cluster.plugins.module_utils.node_files import (  # noqa: E402
+    is_ours,
+    read_manifest,
+)
+
+PYTHON_PROBE = (
+    "import json, platform, sys; print(json.dumps({'version': platform.python_version(), "
+    "'machine': platform.machine(), 'glibc': platform.libc_ver()[1], 'executable': sys.executable}))"
+)
+VENV_PROBE = r"""
+import json, platform, sys
+from importlib import metadata
+try:
+    from packaging.requirements import Requirement
+except ImportError:
+    from pip._vendor.packaging.requirements import Requirement
+
+def installed(name):
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+def problems(text):
+    req = Requirement(text)
+    version = installed(req.name)
+    if version is None:
+        return [text + ": not installed"]
+    if not req.specifier.contains(version, prereleases=True):
+        return [text + ": installed " + version]
+    found = []
+    for extra in sorted(req.extras):
+        for dep_text in metadata.requires(req.name) or []:
+            dep = Requirement(dep_text)
+            if dep.marker is None or not dep.marker.evaluate({"extra": extra}):
+                continue
+            dep_version = installed(dep.name)
+            if dep_version is None:
+                found.append(text + ": " + dep.name + " (extra " + extra + ") not installed")
+            elif not dep.specifier.contains(dep_version, prereleases=True):
+                found.append(text + ": " + dep.name + " " + dep_version + " does not match " + str(dep.specifier))
+    return found
+
+print(json.dumps({"python": platform.python_version(), "ray": installed("ray"),
+                  "unsatisfied": [line for text in json.loads(sys.argv[1]) for line in problems(text)]}))
+"""
+UNIT_DIRS = ("/lib/systemd/system", "/usr/lib/systemd/system")
+
+
+def network(module):
+    interfaces = {}
+    rc, out, _ = module.run_command(["ip", "-o", "link", "show"])
+    if rc == 0:
+        for line in out.splitlines():
+            parts = line.split(":", 2)
+            if len(parts) >= 2:
+                interfaces.setdefault(parts[1].strip().split("@")[0], [])
+    rc, out, _ = module.run_command(["ip", "-o", "-4", "addr", "show"])
+    if rc == 0:
+        for line in out.splitlines():
+            fields = line.split()
+            if len(fields) >= 4 and fields[2] == "inet":
+                device = fields[1].split("@")[0]
+                interfaces.setdefault(device, []).append(fields[3].split("/")[0])
+    default = {"device": "", "address": ""}
+    rc, out, _ = module.run_command(["ip", "-4", "route", "show", "default"])
+    if rc == 0:
+        for line in out.splitlines():
+            fields = line.split()
+            if "dev" in fields:
+                device = fields[fields.index("dev") + 1]
+                source = fields[fields.index("src") + 1] if "src" in fields else ""
+                addresses = interfaces.get(device) or []
+                default = {"device": device, "address": source or (addresses[0] if addresses else "")}
+                break
+    return interfaces, default
+
+
+def os_release():
+    found = {}
+    for path in ("/etc/os-release", "/usr/lib/os-release"):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                for line in handle:
+                    key, sep, value = line.strip().partition("=")
+                    if sep:
+                        found[key.lower()] = value.strip().strip('"')
+            break
+        except OSError:
+            continue
+    return {key: found.get(key, "") for key in ("id", "id_like", "version_id", "pretty_name")}
+
+
+def run_json(module, argv):
+    try:
+        rc, out, err = module.run_command(argv)
+    except Exception as exc:  # a missing interpreter
+        return None, str(exc)
+    if rc != 0:
+        return None, (err or out).strip()[-300:] or f"exit status {rc}"
+    try:
+        return json.loads(out.strip().splitlines()[-1]), None
+    except (ValueError, IndexError):
+        return None, f"unreadable output: {out.strip()[-200:]}"
+
+
+def python_info(module, python):
+    if os.path.realpath(module.get_bin_path(python) or python) == os.path.realpath(os.sys.executable):
+        return {
+            "version": platform.python_version(),
+            "machine": platform.machine(),
+            "glibc": platform.libc_ver()[1],
+            "executable": os.sys.executable,
+        }
+    binary = python if python.startswith("/") else module.get_bin_path(python)
+    if not binary or not os.path.exists(binary):
+        return {"error": f"{python} is not installed"}
+    info, error = run_json(module, [binary, "-c", PYTHON_PROBE])
+    return info if info is not None else {"error": error}
+
+
+def venv_info(module, venv, requirements):
+    python = os.path.join(venv, "bin", "python") if venv else ""
+    if not venv or not os.path.exists(python):
+        return {"exists": False, "satisfied": False, "unsatisfied": [r + ": no venv" for r in requirements]}
+    info, error = run_json(module, [python, "-c", VENV_PROBE, json.dumps(requirements)])
+    if info is None:
+        return {"exists": True, "satisfied": False, "unsatisfied": [f"cannot read the venv: {error}"], "error": error}
+    return {
+        "exists": True,
+        "satisfied": not info["unsatisfied"],
+        "unsatisfied": info["unsatisfied"],
+        "python": info["python"],
+        "ray": info["ray"],
+    }
+
+
+def path_info(path, recorded):
+    info = {"path": path, "exists": os.path.lexists(path)}
+    if not info["exists"]:
+        info.update(kind="none", ours=False)
+        return info
+    if os.path.isdir(path) and not os.path.islink(path):
+        kind = "dir"
+    elif os.path.isfile(path):
+        kind = "file"
+    else:
+        kind = "other"
+    info["kind"] = kind
+    info["ours"] = path in recorded or (kind == "file" and is_ours(path))
+    if kind == "dir":
+        try:
+            info["empty"] = not os.listdir(path)
+        except OSError:
+            info["empty"] = False
+        info["is_venv"] = os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+    return info
+
+
+def listening(port):
+    """Whether a TCP socket listens on ``port`` (any address), from /proc/net/tcp{,6}."""
+    wanted = f"{port:04X}"
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as handle:
+                next(handle, None)
+                for line in handle:
+                    fields = line.split()
+                    if len(fields) > 3 and fields[3] == "0A" and fields[1].rsplit(":", 1)[-1] == wanted:
+                        return True
+        except OSError:
+            continue
+    return False
+
+
+def read_record(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "python": {"type": "str", "default": "python3"},
+            "venv": {"type": "path"},
+            "requirements": {"type": "list", "elements": "str", "default": []},
+            "unit": {"type": "str"},
+            "paths": {"type": "dict", "default": {}},
+            "manifest": {"type": "path"},
+            "record": {"type": "path"},
+            "port": {"type": "int"},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    interfaces, default = network(module)
+    manifest = read_manifest(params["manifest"]) if params["manifest"] else []
+    recorded = {entry["path"] for entry in manifest}
+    result = {
+        "changed": False,
+        "interfaces": interfaces,
+        "default_route": default,
+        "systemd": os.path.isdir("/run/systemd/system"),
+        "apt": os.path.exists("/usr/bin/apt-get"),
+        "os": os_release(),
+        "python": python_info(module, params["python"]),
+        "venv": venv_info(module, params["venv"], params["requirements"]),
+        "paths": {key: path_info(str(path), recorded) for key, path in params["paths"].items() if path},
+        "manifest": [{"path": e["path"], "kind": e["kind"]} for e in manifest],
+        "record": read_record(params["record"]) if params["record"] else {},
+        "unit": {},
+        "os_units": [],
+        "port_busy": False,
+    }
+    if params["unit"]:
+        rc, out, _ = module.run_command(["systemctl", "is-active", params["unit"]])
+        result["unit"]["active"] = out.strip() or "unknown"
+        result["os_units"] = [
+            os.path.join(d, params["unit"] + ".service")
+            for d in UNIT_DIRS
+            if os.path.exists(os.path.join(d, params["unit"] + ".service"))
+            and not is_ours(os.path.join(d, params["unit"] + ".service"))
+        ]
+        # /lib is often a symlink to /usr/lib: one unit, one report.
+        result["os_units"] = sorted({os.path.realpath(p): p for p in result["os_units"]}.values())
+    if params["port"] and result["unit"].get("active") != "active":
+        result["port_busy"] = listening(params["port"])
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
