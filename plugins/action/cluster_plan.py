@@ -20,7 +20,7 @@ ARGUMENT_SPEC = {
     "purpose": {"type": "str", "choices": list(plan.PURPOSES), "default": "site"},
     "plan": {"type": "dict"},
     "probe_var": {"type": "str", "default": "rlinf_probe"},
-    "write": {"type": "path"},
+    "write": {"type": "bool", "default": False},
 }
 
 
@@ -61,8 +61,9 @@ class ActionModule(ActionBase):
             result["cluster_block"] = cluster_block_yaml(nodes)
             result["warnings_found"] = built["warnings"]
         if args["write"]:
-            self._write(args["write"], plan.summary(built))
-            result["written"] = args["write"]
+            path = built["cluster"]["controller"]["plan_path"]
+            self._write(path, plan.summary(built))
+            result["written"] = path
         return result
 
     @staticmethod

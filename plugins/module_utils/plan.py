@@ -280,7 +280,11 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
     except TopologyError as err:
         problems.extend(Problem(None, text) for text in err.problems)
         topo = []
-    order = [n["name"] for n in topo]
+    # With a broken topology the variables are still checked, in inventory order, so the
+    # report holds every problem at once.
+    order = [n["name"] for n in topo] or list(
+        dict.fromkeys(list(groups.get("ray_head") or [])[:1] + list(groups.get("ray_workers") or []))
+    )
     if not order:
         raise PlanError(problems or [Problem(None, "the inventory has no Ray nodes (ray_head, ray_workers).")])
 
@@ -340,6 +344,12 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
                     )
                 )
 
+    for name in order:
+        for managed in sorted(set(readers[name]["rlinf_env_vars"]) & set(schema.MANAGED_ENV_VARS)):
+            text = f"rlinf_env_vars sets {managed}, which rlinf-ansible manages: {schema.MANAGED_ENV_VARS[managed]}."
+            problems.append(Problem(name, text))
+    if not topo:
+        raise PlanError(problems)
     nodes: dict[str, dict] = {}
     machine_owner: dict[str, str] = {}
     for topo_node in topo:
@@ -383,13 +393,6 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
                 "client_sources": reader["rlinf_firewall_client_sources"],
             },
         }
-        for var, key in (("rlinf_env_vars", "env_vars"),):
-            for managed in sorted(set(node[key]) & set(schema.MANAGED_ENV_VARS)):
-                problems.append(
-                    Problem(
-                        name, f"{var} sets {managed}, which rlinf-ansible manages: {schema.MANAGED_ENV_VARS[managed]}."
-                    )
-                )
         if head_reader["rlinf_code_sync"] == "rsync" and node["code_dest"]:
             node["paths"]["code_dest"] = node["code_dest"]
         _reserved_units(node, reader, problems)

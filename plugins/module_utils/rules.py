@@ -293,6 +293,13 @@ def version_at_least(minimum: str, what: str) -> Rule:
     return rule
 
 
+def scalar(value):
+    """A TOML/YAML scalar: a boolean, a number or a one-line string."""
+    if isinstance(value, (bool, int, float)):
+        return value
+    return text()(value)
+
+
 def url(value):
     result = text()(value)
     if result == "":

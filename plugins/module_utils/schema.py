@@ -330,7 +330,7 @@ EASYTIER_VARS = (
         {},
         r.mapping_of(
             r.text(_FLAG, empty=False, hint="use lower-case flag names"),
-            r.text(),
+            r.scalar,
             "flags",
         ),
         "member",

@@ -53,8 +53,11 @@ options:
     type: str
     default: rlinf_probe
   write:
-    description: Also write the plan (names, ranks, roles, groups, units, ports, paths, env keys; no secret) as JSON here.
-    type: path
+    description:
+      - Also write the plan as JSON to C(cluster_plan_path) (default C(artifacts/cluster-plan.json)) - names,
+        ranks, roles, groups, units, ports, paths and env keys of every node, never a secret.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -102,7 +105,7 @@ def main():
             "purpose": {"type": "str", "default": "site"},
             "plan": {"type": "dict"},
             "probe_var": {"type": "str", "default": "rlinf_probe"},
-            "write": {"type": "path"},
+            "write": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
