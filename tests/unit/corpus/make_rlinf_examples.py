@@ -18,6 +18,13 @@ sys.path.insert(0, str(Path(__file__).parents[3] / "collections"))
 from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import load_config_text
 
 
+class _Dumper(yaml.SafeDumper):
+    """Lists indented under their key, as yamllint (ansible-lint) wants."""
+
+    def increase_indent(self, flow=False, indentless=False):
+        return super().increase_indent(flow, False)
+
+
 def main(root: str, commit: str) -> None:
     base = Path(root)
     configs = {}
@@ -28,12 +35,14 @@ def main(root: str, commit: str) -> None:
         if re.search(r"^\s*cluster:", text, re.M):
             configs[str(path.relative_to(base))] = load_config_text(text, str(path))
     header = (
-        f"# Every cluster: block in RLinf's repository (RLinf/RLinf {commit}, Apache-2.0), one per\n"
-        f"# YAML file that has one: {len(configs)} files. Data for tests/unit/test_rlinf_config_examples.py;\n"
-        "# regenerate with tests/unit/corpus/make_rlinf_examples.py.\n"
+        "---\n"
+        f"# Every cluster: block in RLinf's repository (RLinf/RLinf {commit},\n"
+        f"# Apache-2.0), one per YAML file that has one: {len(configs)} files. Data for\n"
+        "# tests/unit/test_rlinf_config_examples.py; regenerate with\n"
+        "# tests/unit/corpus/make_rlinf_examples.py.\n"
     )
     out = Path(__file__).parent / "rlinf_examples.yml"
-    out.write_text(header + yaml.safe_dump(configs, sort_keys=False, default_flow_style=None, width=100))
+    out.write_text(header + yaml.dump(configs, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=100))
 
 
 if __name__ == "__main__":
