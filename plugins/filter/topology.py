@@ -1,4 +1,4 @@
-"""Jinja filters over plugins/module_utils/topology.py (ranks, head, problems, rank table)."""
+"""Jinja filters over plugins/module_utils/topology.py (ranks, head, problems, warnings, rank table)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.topology import (
     cluster_nodes,
     rank_table,
     topology_problems,
+    topology_warnings,
 )
 
 
@@ -26,6 +27,13 @@ def _topology_problems(groups, hostvars):
         return [f"inventory: could not read the topology ({type(err).__name__}: {err}); fix the inventory."]
 
 
+def _topology_warnings(groups, hostvars):
+    try:
+        return topology_warnings(groups, hostvars)
+    except Exception:  # the problems filter reports what is wrong; warnings stay quiet
+        return []
+
+
 def _rank_table(nodes):
     try:
         return rank_table(nodes or [])
@@ -38,5 +46,6 @@ class FilterModule:
         return {
             "cluster_nodes": _cluster_nodes,
             "topology_problems": _topology_problems,
+            "topology_warnings": _topology_warnings,
             "rank_table": _rank_table,
         }

@@ -33,7 +33,11 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import 
     resolve_cluster,
 )
 from ansible_collections.rlinf.cluster.plugins.module_utils.rules import Bad, describe
-from ansible_collections.rlinf.cluster.plugins.module_utils.topology import TopologyError, cluster_nodes
+from ansible_collections.rlinf.cluster.plugins.module_utils.topology import (
+    TopologyError,
+    cluster_nodes,
+    topology_warnings,
+)
 
 PLAN_VERSION = 1
 STATE_DIR = "/etc/rlinf/state"
@@ -136,10 +140,12 @@ def _start_resources(reader: _Reader) -> dict:
 
 
 def _expected_resources(start: Mapping, node: Mapping) -> dict:
-    """What the check expects at least: the advertised resources, and the GPUs the inventory counts."""
+    """What the check expects at least: the advertised resources, and the accelerators the
+    inventory counts, under the name Ray gives them (GPU, NPU for Ascend; none for some)."""
     resources = dict(start)
-    if "GPU" not in resources and node.get("gpus"):
-        resources["GPU"] = node["gpus"]
+    name = node.get("ray_accelerator_resource", "GPU")
+    if "GPU" not in resources and name and name not in resources and node.get("gpus"):
+        resources[name] = node["gpus"]
     return resources
 
 
@@ -344,10 +350,6 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
                     )
                 )
 
-    for name in order:
-        for managed in sorted(set(readers[name]["rlinf_env_vars"]) & set(schema.MANAGED_ENV_VARS)):
-            text = f"rlinf_env_vars sets {managed}, which rlinf-ansible manages: {schema.MANAGED_ENV_VARS[managed]}."
-            problems.append(Problem(name, text))
     if not topo:
         raise PlanError(problems)
     nodes: dict[str, dict] = {}
@@ -403,7 +405,6 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
     firewall_on = head_reader["rlinf_firewall_enabled"]
     if firewall_on:
         problems.extend(Problem(None, text) for text in firewall.port_problems(list(nodes.values())))
-    _dashboard_check(nodes[order[0]], problems)
 
     cluster = {
         "head": order[0],
@@ -461,7 +462,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         "cluster": cluster,
         "run": {k: v for k, v in run.items() if k not in schema.SECRETS},
         "nodes": nodes,
-        "warnings": config_report.get("warnings", []),
+        "warnings": topology_warnings(groups, hostvars) + config_report.get("warnings", []),
         "config_cluster": config_report.get("cluster"),
     }
     return plan
@@ -481,17 +482,6 @@ def _address_rule(reader: _Reader, member: Mapping | None, overlay_on: bool) -> 
     if reader["rlinf_comm_net_device"]:
         return {"source": "rlinf_comm_net_device", "value": reader["rlinf_comm_net_device"]}
     return {"source": "default route", "value": ""}
-
-
-def _dashboard_check(head: dict, problems: list[Problem]) -> None:
-    if not head["dashboard"]["include"]:
-        problems.append(
-            Problem(
-                head["name"],
-                "ray_node_include_dashboard=false: RLinf's failure handling reads Ray's state API, which the "
-                "dashboard serves; keep it on (it listens on ray_node_dashboard_host, loopback by default).",
-            )
-        )
 
 
 def _purpose_checks(purpose: str, run: Mapping, order: Sequence[str], nodes: Mapping, problems: list[Problem]) -> None:

@@ -16,70 +16,104 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import ipaddress
 import json
 import os
 from collections.abc import Mapping, Sequence
 
 import yaml
 
-from ansible_collections.rlinf.cluster.plugins.module_utils.topology import RESERVED_LABELS, format_ranks
+from ansible_collections.rlinf.cluster.plugins.module_utils.topology import RESERVED_LABELS, as_bool, format_ranks
 
 DEFAULT_GROUP = "cluster"
 NODE_GROUP = "node"
 ACCELERATOR = "Accelerator"
 
-CLUSTER_KEYS = ("num_nodes", "component_placement", "node_groups", "profiling")
+# ClusterConfig's fields (rlinf/scheduler/cluster/config.py), then the cluster-level keys
+# RLinf's runners and Cluster read although ClusterConfig ignores them: auto_scheduler
+# (utils/placement.py _is_auto), use_pre_process_policy and use_wait_before_last_iter_policy
+# (dynamic_scheduler/scheduler_worker.py, runners/reasoning_runner.py), recreate_nccl_groups
+# (workers/megatron_worker.py), and on main net_emulation and tracer (cluster/cluster.py).
+CLUSTER_FIELDS = ("num_nodes", "component_placement", "node_groups", "profiling")
+RUNNER_KEYS = ("auto_scheduler", "use_pre_process_policy", "use_wait_before_last_iter_policy", "recreate_nccl_groups")
+MAIN_KEYS = ("net_emulation", "tracer")
+CLUSTER_KEYS = (*CLUSTER_FIELDS, *RUNNER_KEYS, *MAIN_KEYS)
 GROUP_KEYS = ("label", "node_ranks", "env_configs", "hardware", "hardware_type", "ignore_hardware")
 ENV_CONFIG_KEYS = ("node_ranks", "env_vars", "python_interpreter_path")
 HARDWARE_KEYS = ("type", "configs")
-# Fields of each hardware config dataclass in rlinf 0.3.0 (``node_rank`` is common).
-HARDWARE_CONFIG_KEYS = {
-    "Franka": (
-        "robot_ip",
-        "camera_serials",
-        "camera_type",
-        "gripper_type",
-        "gripper_connection",
-        "controller_node_rank",
-        "disable_validate",
-    ),
-    "DualFranka": (
-        "left_robot_ip",
-        "right_robot_ip",
-        "left_camera_serials",
-        "right_camera_serials",
-        "base_camera_serials",
-        "camera_type",
-        "base_camera_type",
-        "left_camera_type",
-        "right_camera_type",
-        "left_gripper_type",
-        "right_gripper_type",
-        "left_gripper_connection",
-        "right_gripper_connection",
-        "left_controller_node_rank",
-        "right_controller_node_rank",
-    ),
-    "DOSW1": (
-        "robot_url",
-        "left_arm_port",
-        "right_arm_port",
-        "left_lead_port",
-        "right_lead_port",
-        "camera_serials",
-    ),
-    "GimArm": (
-        "can_interface",
-        "arm_variant",
-        "camera_serials",
-        "camera_type",
-        "enable_gripper",
-        "gripper_type",
-        "controller_node_rank",
-        "disable_validate",
-    ),
+# Fields of each robot config dataclass (rlinf/scheduler/hardware/robots/*.py; ``node_rank``
+# is common) with the type RobotAutoConfig parses an env var into: str, int, bool or list.
+ROBOT_FIELDS = {
+    "Franka": {
+        "robot_ip": "str",
+        "camera_serials": "list",
+        "camera_type": "str",
+        "gripper_type": "str",
+        "gripper_connection": "str",
+        "controller_node_rank": "int",
+        "disable_validate": "bool",
+    },
+    "DualFranka": {
+        "left_robot_ip": "str",
+        "right_robot_ip": "str",
+        "left_camera_serials": "list",
+        "right_camera_serials": "list",
+        "base_camera_serials": "list",
+        "camera_type": "str",
+        "base_camera_type": "str",
+        "left_camera_type": "str",
+        "right_camera_type": "str",
+        "left_gripper_type": "str",
+        "right_gripper_type": "str",
+        "left_gripper_connection": "str",
+        "right_gripper_connection": "str",
+        "left_controller_node_rank": "int",
+        "right_controller_node_rank": "int",
+    },
+    "DOSW1": {
+        "robot_url": "str",
+        "left_arm_port": "int",
+        "right_arm_port": "int",
+        "left_lead_port": "int",
+        "right_lead_port": "int",
+        "camera_serials": "list",
+    },
+    "GimArm": {
+        "can_interface": "str",
+        "arm_variant": "str",
+        "camera_serials": "list",
+        "camera_type": "str",
+        "enable_gripper": "bool",
+        "gripper_type": "str",
+        "controller_node_rank": "int",
+        "disable_validate": "bool",
+    },
+    "Turtle2": {},
+}
+HARDWARE_CONFIG_KEYS = {hw: tuple(fields) for hw, fields in ROBOT_FIELDS.items()}
+# The ``count_fields`` each robot's enumerate() passes to RobotAutoConfig.resolve: on a node
+# without a YAML config of that type, RLinf creates one robot per comma-separated value of
+# these env vars (upper-cased). Turtle2 creates none from the environment.
+ROBOT_COUNT_FIELDS = {
+    "Franka": ("robot_ip",),
+    "DualFranka": ("left_robot_ip", "right_robot_ip"),
+    "DOSW1": ("robot_url",),
+    "GimArm": ("can_interface",),
     "Turtle2": (),
 }
+# Checked by the config dataclasses' __post_init__ when ClusterConfig is built.
+IP_FIELDS = {"Franka": ("robot_ip",), "DualFranka": ("left_robot_ip", "right_robot_ip")}
+GIMARM_VARIANTS = ("gim_arm", "gim_arm_xl")
+# ClusterConfig.__post_init__: cluster.profiling -> the ProfileConfig subclass registered for
+# its backend (accelerators/nvidia_gpu.py NsightConfig, amd_gpu.py RocprofSysConfig), which
+# rejects unknown keys; the tool each backend's check() looks for on the node's PATH.
+PROFILE_COMMON_KEYS = ("backend", "enabled", "worker_groups", "steps", "output_dir")
+PROFILE_BACKENDS = {
+    "nsight": ((*PROFILE_COMMON_KEYS, "options", "flags"), "nsys"),
+    "rocprof_sys": ((*PROFILE_COMMON_KEYS, "args", "env"), "rocprof-sys-python"),
+}
+# What the rlinf-ray unit's PATH is when rlinf_env_vars does not set one (systemd's default).
+SYSTEMD_DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HARDWARE_TYPES = tuple(HARDWARE_CONFIG_KEYS)
 
 
@@ -549,6 +583,101 @@ def _check_env_configs(group_where, label, env_configs, group_ranks, problems):
             )
 
 
+def _is_ip(value) -> bool:
+    """What RLinf's robot configs accept: ``ipaddress.ip_address`` (an int too, not a bool)."""
+    if isinstance(value, bool):
+        return False
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _env_count(raw) -> int:
+    """Robots RobotAutoConfig creates from one identifier env var: its comma-separated items."""
+    return len(str(raw).split(","))
+
+
+def _robot_units(where, hw_type, ranks, yaml_units, nodes_by_rank, problems, warnings):
+    """Robots RLinf finds on each node of a hardware group: YAML configs, else created from env vars.
+
+    ``rlinf/scheduler/hardware/robots/*.py`` enumerate on every node with the node's YAML
+    configs of that type; RobotAutoConfig fills their unset fields from upper-cased env vars
+    and, with no YAML config for the node, creates one robot per comma-separated value of the
+    type's identifier env var(s). The env is the one ``ray start`` froze on the node: under the
+    rlinf-ray unit, exactly ``rlinf_env_vars`` (plus what the env file manages). Returns a list
+    per rank (None: unknown, because the inventory was not given).
+    """
+    count_fields = ROBOT_COUNT_FIELDS.get(hw_type, ())
+    count_vars = [f.upper() for f in count_fields]
+    per_node: list[int | None] = []
+    for rank in ranks:
+        node = nodes_by_rank.get(rank)
+        env = (node or {}).get("env_vars") or {}
+        host = f" (host {node['name']})" if node else ""
+        n = yaml_units.get(rank, 0)
+        created = n == 0
+        if created:
+            if not count_fields:
+                warnings.append(f"{where}: node rank {rank} has no {hw_type} config and adds no resources.")
+                per_node.append(0)
+                continue
+            found = {var: _env_count(env[var]) for var in count_vars if var in env}
+            if len(set(found.values())) > 1:
+                counts = ", ".join(f"{var} has {c}" for var, c in found.items())
+                problems.append(
+                    f"{where}: rlinf_env_vars of rank {rank}{host} give different robot counts ({counts}); RLinf "
+                    f"raises on that: give {' and '.join(count_vars)} one comma-separated value per robot each."
+                )
+                per_node.append(None)
+                continue
+            if not found:
+                needed = " and ".join(count_vars)
+                if node is None:
+                    warnings.append(
+                        f"{where}: node rank {rank} has no {hw_type} config, so RLinf creates its {hw_type} "
+                        f"robots from {needed} (one comma-separated value per robot) in that node's Ray "
+                        "environment (rlinf_env_vars); without them it has none."
+                    )
+                    per_node.append(None)
+                else:
+                    warnings.append(
+                        f"{where}: node rank {rank}{host} has no {hw_type} config and its rlinf_env_vars set no "
+                        f"{needed}, so RLinf finds no {hw_type} there; set {needed} in rlinf_env_vars of "
+                        f"{node['name']} (one comma-separated value per robot) or add a config with node_rank {rank}."
+                    )
+                    per_node.append(0)
+                continue
+            n = next(iter(found.values()))
+        per_node.append(n)
+        # Every field env var RLinf reads on this node must hold one value per robot there.
+        for field, kind in ROBOT_FIELDS.get(hw_type, {}).items():
+            var = field.upper()
+            if var not in env or field.endswith("_node_rank"):
+                continue
+            chunks = [c.strip() for c in str(env[var]).split(",")] if n > 1 else [str(env[var]).strip()]
+            if len(chunks) != n:
+                problems.append(
+                    f"{where}: {var} in rlinf_env_vars of rank {rank}{host} has {len(chunks)} comma-separated "
+                    f"value(s) for {n} {hw_type} robot(s) there; RLinf raises unless it gives one per robot."
+                )
+            elif created and kind == "int" and not all(_is_int_text(c) for c in chunks):
+                problems.append(
+                    f"{where}: {var}={env[var]!r} in rlinf_env_vars of rank {rank}{host} is not an integer; RLinf "
+                    f"raises on it (it parses {field} as int): write a number."
+                )
+    return per_node
+
+
+def _is_int_text(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _check_hardware(group_where, label, hardware, group_ranks, problems, hw_seen):
     """Returns {node_rank: units} for the group's hardware, or None when unusable."""
     if not isinstance(hardware, Mapping):
@@ -607,6 +736,19 @@ def _check_hardware(group_where, label, hardware, group_ranks, problems, hw_seen
                 f"{format_ranks(group_ranks) or 'none'}); use a node of the group."
             )
             continue
+        for field in IP_FIELDS.get(hw_type, ()):
+            value = cfg.get(field)
+            if value is not None and not _is_ip(value):
+                problems.append(
+                    f"{where}: {field} {value!r} is not an IP address; RLinf's {hw_type} config rejects it "
+                    f"(replace the placeholder, or leave {field} out to take it from the node's "
+                    f"{field.upper()} env var)."
+                )
+        if hw_type == "GimArm" and cfg.get("arm_variant", GIMARM_VARIANTS[1]) not in GIMARM_VARIANTS:
+            problems.append(
+                f"{where}: arm_variant {cfg['arm_variant']!r} is not one RLinf's GimArm config accepts; use "
+                f"{' or '.join(GIMARM_VARIANTS)}."
+            )
         other = hw_seen.setdefault((rank, hw_type), label)
         if other != label:
             problems.append(
@@ -631,6 +773,21 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
 
     for key in _unknown_keys(cluster, CLUSTER_KEYS):
         warnings.append(f"{source}: key '{key}'{_suggest(key, CLUSTER_KEYS)} is ignored by RLinf at the cluster level.")
+    for key, switch in (("net_emulation", "enabled"), ("tracer", "enable")):
+        value = cluster.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, Mapping):
+            problems.append(
+                f"{source}: {key} is {type(value).__name__}; RLinf reads {key}.{switch} from it, so make it a "
+                f"mapping such as {{{switch}: true}}."
+            )
+        elif key == "tracer" and "enabled" in value and "enable" not in value:
+            warnings.append(
+                f"{source}: tracer.enabled is not read by RLinf (cluster.py reads tracer.enable); rename it to enable."
+            )
+    if cluster.get("profiling") is not None:
+        _check_profiling(cluster["profiling"], source, nodes, problems, warnings)
 
     # num_nodes
     num_nodes = None
@@ -663,7 +820,9 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
     config_groups: list[tuple[str, list[int] | None]] = []
     raw_groups = cluster.get("node_groups")
     hw_seen: dict = {}
-    gpus_by_rank = {n["rank"]: n.get("gpus") for n in nodes} if nodes is not None else {}
+    # What RLinf counts (topology's rlinf_gpus), not what Ray's GPU resource holds.
+    gpus_by_rank = {n["rank"]: n.get("rlinf_gpus", n.get("gpus")) for n in nodes} if nodes is not None else {}
+    nodes_by_rank = {n["rank"]: n for n in nodes} if nodes is not None else {}
     if raw_groups is not None:
         if not isinstance(raw_groups, Sequence) or isinstance(raw_groups, str):
             problems.append(f"{source}: node_groups must be a list of mappings, each starting with '- label:'.")
@@ -730,14 +889,9 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
             if label is None or ranks is None or not ranks or label in groups:
                 continue
             if hw_type is not None:
-                per_node = [(units or {}).get(r, 0) for r in ranks] if units is not None else None
-                if units is not None and hw_type != ACCELERATOR:
-                    missing = [r for r in ranks if not units.get(r)]
-                    if missing:
-                        warnings.append(
-                            f"{where}: node rank(s) {format_ranks(missing)} have no {hw_type} config and "
-                            "add no resources."
-                        )
+                per_node = None
+                if units is not None:
+                    per_node = _robot_units(where, hw_type, ranks, units, nodes_by_rank, problems, warnings)
                 groups[label] = _Group(label, ranks, hw_type, per_node)
             elif ignore:
                 groups[label] = _Group(label, ranks, None, None)
@@ -767,6 +921,21 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
                     f"'{label}' hosts ({hosts}) have ranks '{format_ranks(want)}'; set node_ranks to "
                     f"'{format_ranks(want)}' or move the hosts."
                 )
+        by_inventory_group: dict[str, list[int]] = {}
+        for node in sorted(nodes, key=lambda n: n["rank"]):
+            for group_name in node.get("inventory_groups") or []:
+                by_inventory_group.setdefault(group_name, []).append(node["rank"])
+        for label, ranks in config_groups:
+            if label is None or ranks is None or label in from_inventory or label not in by_inventory_group:
+                continue
+            want = by_inventory_group[label]
+            if sorted(ranks) != want:
+                hosts = ", ".join(hosts_by_rank[r] for r in want)
+                problems.append(
+                    f"{source} node_groups '{label}': node_ranks '{format_ranks(ranks)}' but the inventory group "
+                    f"'{label}' holds {hosts} (ranks '{format_ranks(want)}'); set node_ranks to "
+                    f"'{format_ranks(want)}', or rename the label if it is not that group."
+                )
         for label in from_inventory:
             if label not in configured:
                 warnings.append(
@@ -776,7 +945,11 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
 
     # component_placement
     if "component_placement" not in cluster:
-        problems.append(f"{source}: component_placement is missing; RLinf requires it (e.g. 'actor,rollout: all').")
+        problems.append(
+            f"{source}: component_placement is missing; RLinf's ClusterConfig requires it (a field without a "
+            "default, so from_dict_cfg fails with \"Missing fields ['component_placement']\") and its runners "
+            "place every component from it: add it (e.g. 'actor,rollout: all')."
+        )
     else:
         _check_placements(
             cluster["component_placement"],
@@ -785,8 +958,73 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
             source,
             problems,
             warnings,
+            nodes is not None,
         )
     return {"problems": problems, "warnings": warnings}
+
+
+def _check_profiling(profiling, source, nodes, problems, warnings):
+    """cluster.profiling as ClusterConfig.__post_init__ and the backend's ProfileConfig check it."""
+    where = f"{source} profiling"
+    known = ", ".join(sorted(PROFILE_BACKENDS))
+    if not isinstance(profiling, Mapping):
+        problems.append(f"{where}: is {type(profiling).__name__}; RLinf needs a mapping with backend ({known}).")
+        return
+    backend = str(profiling.get("backend", "") or "")
+    if not backend:
+        problems.append(f"{where}: backend is missing; RLinf raises without it: set backend to one of {known}.")
+        return
+    if backend not in PROFILE_BACKENDS:
+        problems.append(f"{where}: backend '{backend}' is unknown to RLinf; use one of {known}.")
+        return
+    keys, tool = PROFILE_BACKENDS[backend]
+    for key in _unknown_keys(profiling, keys):
+        problems.append(
+            f"{where}: unknown key '{key}'{_suggest(key, keys)} for backend {backend}; RLinf fails on it, accepted "
+            f"keys are {', '.join(keys)}."
+        )
+    groups = profiling.get("worker_groups")
+    if groups is not None and not isinstance(groups, str) and not _is_list(groups):
+        problems.append(f"{where}: worker_groups must be a group name or a list of them.")
+        groups = None
+    steps = profiling.get("steps")
+    if steps is not None and (not _is_list(steps) or not all(_is_int(x) and x >= 0 for x in steps)):
+        problems.append(f"{where}: steps must be a list of step indices >= 0.")
+    for key in ("options", "args", "env"):
+        if key in keys and profiling.get(key) is not None and not isinstance(profiling[key], Mapping):
+            problems.append(f"{where}: {key} must be a mapping of name: value.")
+    if backend == "nsight":
+        options = profiling.get("options") if isinstance(profiling.get("options"), Mapping) else {}
+        options = {str(k) for k in options}
+        flags = profiling.get("flags")
+        if flags is not None and not isinstance(flags, str) and not _is_list(flags):
+            problems.append(f"{where}: flags must be a flag name or a list of them.")
+            flags = None
+        flags = [flags] if isinstance(flags, str) else [str(f) for f in flags or []]
+        if "" in flags:
+            problems.append(f"{where}: flags has an empty name; remove it.")
+        if {"stop-on-range-end", "capture-range-end"} <= options:
+            problems.append(f"{where}: options sets both stop-on-range-end and capture-range-end; keep one.")
+        if {"o", "output"} <= options:
+            problems.append(f"{where}: options sets both o and output; keep one.")
+        both = sorted(set(flags) & options)
+        if both:
+            problems.append(f"{where}: {', '.join(both)} is both a flag and an option; keep one.")
+    enabled = as_bool(profiling.get("enabled", True))
+    if enabled is not False and groups:
+        paths = sorted({str((n.get("env_vars") or {}).get("PATH", SYSTEMD_DEFAULT_PATH)) for n in nodes or []})
+        path_text = (
+            " or ".join(paths) if paths else f"systemd's default {SYSTEMD_DEFAULT_PATH} unless rlinf_env_vars sets PATH"
+        )
+        warnings.append(
+            f"{where}: backend {backend} wraps the profiled workers in {tool}, which RLinf looks up on the PATH "
+            f"Ray started with on each node (it raises when a profiled worker's node lacks it); the rlinf-ray unit's "
+            f"PATH is {path_text}: install {tool} there or add its directory to PATH in rlinf_env_vars."
+        )
+
+
+def _is_list(value) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 
 def _accelerator_group(label, ranks, gpus_by_rank, have_nodes) -> _Group:
@@ -799,13 +1037,16 @@ def _accelerator_group(label, ranks, gpus_by_rank, have_nodes) -> _Group:
     return _Group(label, ranks, ACCELERATOR, None)  # unknown
 
 
-def _check_placements(placements, groups, ranks_known, source, problems, warnings):
+def _check_placements(placements, groups, ranks_known, source, problems, warnings, have_nodes=True):
     where0 = f"{source} component_placement"
     if not isinstance(placements, Mapping):
         problems.append(f"{where0}: must be a mapping of 'component[,component]: placement'.")
         return
     if not placements:
-        problems.append(f"{where0}: is empty; place at least one component.")
+        problems.append(
+            f"{where0}: is empty; RLinf's ClusterConfig accepts that, but its runners look up the placement of "
+            "each component they start (actor, rollout, ...) and fail: place at least one component."
+        )
     components: dict[str, str] = {}
     for key, value in placements.items():
         names = [n.strip() for n in str(key).split(",")]
@@ -869,11 +1110,18 @@ def _check_placements(placements, groups, ranks_known, source, problems, warning
         counts = [g.count for g in selected]
         count = None if any(c is None for c in counts) else sum(counts)
         label_text = ",".join(labels)
-        if count is None:
-            warnings.append(
-                f"{where}: GPU count of node group '{label_text}' is unknown, so resource ranks are not "
-                "checked; set rlinf_gpus_per_node on its hosts."
-            )
+        if count is None and have_nodes:
+            robots = [g.label for g in selected if g.count is None and g.hw_type not in (None, ACCELERATOR)]
+            if robots:
+                warnings.append(
+                    f"{where}: the robot count of node group(s) {', '.join(robots)} is unknown (robots RLinf "
+                    "creates from env vars), so resource ranks are not checked."
+                )
+            else:
+                warnings.append(
+                    f"{where}: GPU count of node group '{label_text}' is unknown, so resource ranks are not "
+                    "checked; set rlinf_gpus_per_node on its hosts."
+                )
         hw_types = [g.hw_type for g in selected]
         resource_label = "Node" if None in hw_types else ", ".join(_kind(t) for t in hw_types)
         try:
@@ -883,6 +1131,12 @@ def _check_placements(placements, groups, ranks_known, source, problems, warning
         except PlacementError as err:
             have = ", ".join(f"'{g.label}' has {g.describe()}" for g in selected)
             problems.append(f"{where}: placement '{text}' on {have}: {err}{sexagesimal}.")
+            continue
+        if not rank_map:
+            problems.append(
+                f"{where}: placement {str(text)!r} selects no resources; RLinf refuses it (its placement "
+                "strategies assert the rank list is not empty): give resource ranks such as '0-3' or 'all'."
+            )
             continue
         if count is None:
             continue

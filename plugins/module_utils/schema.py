@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import rules as r
+from ansible_collections.rlinf.cluster.plugins.module_utils.managed_env_vars import MANAGED_ENV_VARS  # noqa: F401
 
 
 class Var(NamedTuple):
@@ -34,20 +35,6 @@ class Var(NamedTuple):
     rule_text: str
 
 
-# Environment variables rlinf-ansible writes itself, and the variable to set instead.
-MANAGED_ENV_VARS = {
-    "RLINF_NODE_RANK": "set rlinf_node_rank (or the inventory order)",
-    "RLINF_COMM_NET_DEVICES": "set rlinf_comm_net_device",
-    "RLINF_RAY_HEAD_ADDRESS": "it is the head's address, decided by the plan",
-    "CUDA_VISIBLE_DEVICES": "set rlinf_cuda_visible_devices",
-    "RAY_AUTH_MODE": "set ray_auth_enabled",
-    "RAY_AUTH_TOKEN": "set ray_auth_token (kept in a 0600 file, never in the environment)",
-    "RAY_AUTH_TOKEN_PATH": "set ray_auth_token_file",
-    "RLINF_NET_EMULATION": (
-        "RLinf's driver sets it from cluster.net_emulation; a value frozen in Ray's environment wins on the "
-        "workers, and 1 without cluster.net_emulation.enabled hangs the collectives: set cluster.net_emulation"
-    ),
-}
 # `ray start` options the plan sets, and the variable that sets each.
 MANAGED_RAY_FLAGS = {
     "--head": "the ray_head group",

@@ -13,16 +13,24 @@ Inventory contract read here (every name is documented in docs/validation.md):
   var is ``L`` (or a list containing ``L``), normally set as a group var of a child group,
   or when it is in an inventory group whose name is listed in ``rlinf_node_groups``.
 - ``rlinf_gpus_per_node`` (int >= 0) and ``rlinf_cuda_visible_devices`` (GPU ids, a
-  list or a comma-separated string) describe the accelerators of one Ray node.
+  list or a comma-separated string) describe the accelerators of one Ray node;
+  ``rlinf_accelerator_type`` (RLinf's AcceleratorType, default ``NV_GPU``) says which kind.
+  RLinf counts a node's accelerators itself (NVML for NVIDIA), every one the machine has,
+  whatever ``CUDA_VISIBLE_DEVICES`` says, unless the node runs in a container that sees
+  only its own (``rlinf_gpu_isolated: true``).
 - Several hosts with the same ``ansible_host`` are several Ray nodes on one machine;
   they need distinct ``ray_port`` (default 6379), ``ray_temp_dir`` (default
   ``/tmp/ray``), ``rlinf_env_file`` and ``ray_node_unit_name`` (one systemd unit and one
-  env file, with its own rank, per Ray node) and disjoint ``rlinf_cuda_visible_devices``.
+  env file, with its own rank, per Ray node), and no GPUs unless every one of them is
+  isolated.
+- ``ray_node_include_dashboard`` stays true on the head: RLinf reads Ray's state API.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+
+from ansible_collections.rlinf.cluster.plugins.module_utils.managed_env_vars import managed_env_problems
 
 HEAD_GROUP = "ray_head"
 WORKER_GROUP = "ray_workers"
@@ -39,6 +47,32 @@ DEFAULT_RAY_PORT = 6379
 DEFAULT_RAY_TEMP_DIR = "/tmp/ray"
 DEFAULT_ENV_FILE = "/etc/rlinf/rlinf.env"
 DEFAULT_UNIT = "rlinf-ray"
+ISOLATED_VAR = "rlinf_gpu_isolated"
+ACCELERATOR_VAR = "rlinf_accelerator_type"
+ENV_VARS_VAR = "rlinf_env_vars"
+DASHBOARD_VAR = "ray_node_include_dashboard"
+RAY_GPUS_VAR = "ray_num_gpus"
+DEFAULT_ACCELERATOR = "NV_GPU"
+# RLinf's AcceleratorType (rlinf/scheduler/hardware/accelerators/, main a3816b5) ->
+# (what it is, the resource Ray advertises it as, the variable RLinf's get_accelerator_env_var
+# writes into each worker). Ray names: ray/_private/accelerators/*.py get_resource_name; Ray
+# 2.60 has no manager for MUSA or Kunlun, so it advertises none for them.
+ACCELERATOR_TYPES = {
+    "NV_GPU": ("NVIDIA GPUs", "GPU", "CUDA_VISIBLE_DEVICES"),
+    "AMD_GPU": ("AMD GPUs", "GPU", "HIP_VISIBLE_DEVICES"),
+    "INTEL_GPU": ("Intel GPUs", "GPU", "ONEAPI_DEVICE_SELECTOR"),
+    "NPU": ("Huawei Ascend NPUs", "NPU", "ASCEND_RT_VISIBLE_DEVICES"),
+    "MUSA_GPU": ("Moore Threads MUSA GPUs", None, "MUSA_VISIBLE_DEVICES"),
+    "KUNLUN_XPU": ("Kunlun XPUs (RLinf main only, not 0.3.0)", None, "CUDA_VISIBLE_DEVICES"),
+}
+# Why a GPU split between Ray nodes of one machine fails under RLinf (read in its source).
+NVML_REASON = (
+    "RLinf counts a Ray node's GPUs itself, every GPU of the machine (NVIDIA: "
+    "rlinf/scheduler/hardware/accelerators/nvidia_gpu.py get_num_devices -> Ray's "
+    "NvidiaGPUAcceleratorManager.get_current_node_num_accelerators, an NVML device count that "
+    "ignores CUDA_VISIBLE_DEVICES), then writes CUDA_VISIBLE_DEVICES=<local indices 0..n-1> into "
+    "each worker, overriding the node's"
+)
 # Labels RLinf reserves for its built-in groups (case-sensitive: "Node" is allowed).
 RESERVED_LABELS = ("cluster", "node")
 # Inventory groups that can never be node groups.
@@ -183,7 +217,45 @@ def _declared_group_names(ordered, hostvars, groups, problems) -> list[str]:
     return [g for g in names if g in groups and g not in (*_SPECIAL_GROUPS, HEAD_GROUP, WORKER_GROUP)]
 
 
-def _gpu_info(name, hostvars, problems):
+def as_bool(value):
+    """Ansible's truthy spellings -> bool; None for anything else."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("true", "yes", "on", "1", "y", "t"):
+            return True
+        if text in ("false", "no", "off", "0", "n", "f", ""):
+            return False
+    return None
+
+
+def _bool_var(name, hostvars, key, default, problems):
+    raw = _get(hostvars, name, key, problems, default)
+    value = as_bool(raw)
+    if value is None:
+        problems.append(f"host '{name}': {key}={raw!r} is not a boolean; set it to true or false.")
+        return default
+    return value
+
+
+def _accelerator(name, hostvars, problems):
+    raw = _get(hostvars, name, ACCELERATOR_VAR, problems, "") or DEFAULT_ACCELERATOR
+    value = str(raw)
+    if value in ACCELERATOR_TYPES:
+        return value
+    exact = [t for t in ACCELERATOR_TYPES if t.lower() == value.strip().lower()]
+    hint = f" (write '{exact[0]}')" if exact else ""
+    problems.append(
+        f"host '{name}': {ACCELERATOR_VAR}={raw!r} is not an accelerator type RLinf knows{hint}; use one "
+        f"of {', '.join(ACCELERATOR_TYPES)} (RLinf's AcceleratorType)."
+    )
+    return DEFAULT_ACCELERATOR
+
+
+def _gpu_info(name, hostvars, problems, accelerator=DEFAULT_ACCELERATOR):
     """(gpus, devices) for one host; None when unknown."""
     devices = None
     raw_devices = _get(hostvars, name, CUDA_VAR, problems)
@@ -198,6 +270,13 @@ def _gpu_info(name, hostvars, problems):
         else:
             if len(set(devices)) != len(devices):
                 problems.append(f"host '{name}': {CUDA_VAR}={raw_devices!r} repeats a GPU id; list each GPU once.")
+        what, _, devices_var = ACCELERATOR_TYPES[accelerator]
+        if devices is not None and devices_var != "CUDA_VISIBLE_DEVICES":
+            problems.append(
+                f"host '{name}': {CUDA_VAR} writes CUDA_VISIBLE_DEVICES, which {what} ({ACCELERATOR_VAR}="
+                f"{accelerator}) do not read (RLinf selects them with {devices_var}); remove it and set "
+                f"{GPUS_VAR}."
+            )
     gpus = None
     raw_gpus = _get(hostvars, name, GPUS_VAR, problems)
     if raw_gpus is not None and raw_gpus != "":
@@ -219,9 +298,42 @@ def _gpu_info(name, hostvars, problems):
         elif gpus != len(devices):
             problems.append(
                 f"host '{name}': {GPUS_VAR}={gpus} but {CUDA_VAR} lists {len(devices)} GPU(s); "
-                "make them agree (or drop one of them)."
+                "make them agree (or drop one of them): RLinf places workers on as many GPUs as it counts, "
+                f"whatever {CUDA_VAR} says."
             )
     return gpus, devices
+
+
+def _ray_gpus_problems(name, hostvars, accelerator, problems):
+    """ray_num_gpus sets Ray's 'GPU' resource, which is not how Ray advertises every accelerator."""
+    raw = _get(hostvars, name, RAY_GPUS_VAR, problems)
+    if raw is None or raw == "":
+        return
+    what, resource, _ = ACCELERATOR_TYPES[accelerator]
+    if resource == "GPU":
+        return
+    if resource is None:
+        fix = (
+            f"Ray has no accelerator support for them and RLinf counts them itself, so leave {RAY_GPUS_VAR} "
+            f"unset and set {GPUS_VAR}"
+        )
+    else:
+        fix = (
+            f"Ray advertises them as '{resource}', not 'GPU': set ray_resources: {{{resource}: N}} if Ray "
+            f"should not detect them itself, and {GPUS_VAR} for the placement checks"
+        )
+    problems.append(f"host '{name}': {RAY_GPUS_VAR} makes Ray advertise GPUs, but this node has {what}; {fix}.")
+
+
+def _rlinf_gpus(node) -> int | None:
+    """The accelerators RLinf counts on this Ray node (placement checks), None when unknown.
+
+    RLinf counts every accelerator the machine (or the node's container) has; a
+    ``rlinf_cuda_visible_devices`` list alone only says what Ray's own GPU resource holds.
+    """
+    if node["gpu_isolated"] or node["cuda_visible_devices"] is None:
+        return node["gpus"]
+    return node["gpus"] if node["declared_gpus"] else None
 
 
 def _port(name, hostvars, problems):
@@ -264,25 +376,30 @@ def _shared_machine_problems(nodes: list[dict]) -> list[str]:
                         f"hosts {', '.join(holders)}: they run Ray nodes on the same machine "
                         f"({machine}) with the same {var}={value!r}; give each host its own {var}."
                     )
-        gpu_users = [n for n in members if n["gpus"] != 0]
-        if len(gpu_users) > 1:
-            missing = [n["name"] for n in gpu_users if n["cuda_visible_devices"] is None]
-            if missing:
-                problems.append(
-                    f"hosts {', '.join(missing)}: they share machine {machine} with other Ray nodes "
-                    f"({names}) but do not set {CUDA_VAR}; give each host a disjoint GPU list (or {GPUS_VAR}: 0 for a "
-                    "CPU-only node)."
-                )
-            owner: dict[str, str] = {}
-            for node in gpu_users:
-                for device in node["cuda_visible_devices"] or []:
-                    if device in owner:
-                        problems.append(
-                            f"hosts {owner[device]}, {node['name']}: both use GPU {device} on machine "
-                            f"{machine}; make their {CUDA_VAR} lists disjoint."
-                        )
-                    else:
-                        owner[device] = node["name"]
+        if all(n["gpu_isolated"] for n in members):
+            continue  # each Ray node in its own container: device ids are local to it
+        plain = [n["name"] for n in members if not n["gpu_isolated"]]
+        with_gpus = [n for n in members if (n["gpus"] or 0) > 0 or n["cuda_visible_devices"]]
+        unknown = [n["name"] for n in members if not n["gpu_isolated"] and n["gpus"] is None]
+        if with_gpus:
+            users = ", ".join(
+                f"{n['name']} ({n['gpus'] if n['gpus'] is not None else '?'} GPU(s)"
+                + (f", {CUDA_VAR} {','.join(n['cuda_visible_devices'])})" if n["cuda_visible_devices"] else ")")
+                for n in with_gpus
+            )
+            problems.append(
+                f"hosts {names}: they are Ray nodes of one machine ({machine}) and split its GPUs ({users}); "
+                f"{NVML_REASON}, so each Ray node here would count all of the machine's GPUs and their workers "
+                "would land on the same ones: run one Ray node per GPU machine, or run each Ray node in its "
+                f"own container that sees only its GPUs and set {ISOLATED_VAR}: true on {', '.join(plain)}."
+            )
+        elif unknown:
+            problems.append(
+                f"hosts {', '.join(unknown)}: they share machine {machine} with other Ray nodes ({names}) but "
+                f"do not set {GPUS_VAR}; set {GPUS_VAR}: 0 on each (Ray nodes share a machine only without "
+                f"GPUs: RLinf would count every GPU of it on each of them), or isolate each in its own "
+                f"container ({ISOLATED_VAR}: true)."
+            )
     return problems
 
 
@@ -295,6 +412,29 @@ def topology_problems(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str
     return []
 
 
+def topology_warnings(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Mapping]) -> list[str]:
+    """What is allowed but does not do what it seems to under RLinf; [] when the topology has problems."""
+    try:
+        nodes = cluster_nodes(groups, hostvars)
+    except TopologyError:
+        return []
+    warnings = []
+    for node in nodes:
+        if node["cuda_visible_devices"] and not node["gpu_isolated"]:
+            count = (
+                f"RLinf counts {node['rlinf_gpus']} GPU(s) here ({GPUS_VAR})"
+                if node["rlinf_gpus"] is not None
+                else f"without {GPUS_VAR} the placement checks do not know how many GPUs RLinf counts here"
+            )
+            warnings.append(
+                f"host '{node['name']}': {CUDA_VAR}={','.join(node['cuda_visible_devices'])} limits Ray's GPU "
+                f"resource, not RLinf's workers: {NVML_REASON}, so RLinf uses the machine's GPUs from index 0; "
+                f"{count}. Set {GPUS_VAR} to the machine's GPU count, or run the node in a container that sees "
+                f"only these GPUs ({ISOLATED_VAR}: true)."
+            )
+    return warnings
+
+
 def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Mapping]) -> list[dict]:
     """Return the Ray nodes in rank order as dicts.
 
@@ -302,7 +442,14 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
     name), ``machine`` (same as address: hosts sharing it share a machine),
     ``node_groups`` (RLinf labels, inventory order), ``node_group`` (the labels joined by
     commas, "" when none), ``gpus`` (int or None when unknown), ``cuda_visible_devices``
-    (list of ids or None), ``ray_port``, ``temp_dir``.
+    (list of ids or None), ``ray_port``, ``temp_dir``, ``env_file``, ``unit_name``,
+    ``explicit_rank``; and ``rlinf_gpus`` (the accelerators RLinf counts on the node, what
+    placement checks use: None when only ``rlinf_cuda_visible_devices`` is known, because
+    RLinf counts every GPU of the machine), ``declared_gpus`` (``rlinf_gpus_per_node`` is
+    set), ``gpu_isolated``, ``accelerator_type`` (RLinf's AcceleratorType),
+    ``ray_accelerator_resource`` (the Ray resource those accelerators show as, "GPU", "NPU"
+    or None), ``inventory_groups`` (every inventory group holding the host, but ``all`` and
+    ``ungrouped``) and ``env_vars`` (the host's ``rlinf_env_vars``, {} when unset).
 
     Head is rank 0, then ``ray_workers`` in inventory order. An explicit
     ``rlinf_node_rank`` host var overrides the position and must keep ranks unique and
@@ -360,27 +507,48 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
                     problems.extend(found)
             if label not in labels:
                 labels.append(label)
-        gpus, devices = _gpu_info(name, hostvars, problems)
+        accelerator = _accelerator(name, hostvars, problems)
+        gpus, devices = _gpu_info(name, hostvars, problems, accelerator)
+        _ray_gpus_problems(name, hostvars, accelerator, problems)
         address = str(_get(hostvars, name, "ansible_host", problems, name))
-        nodes.append(
-            {
-                "name": name,
-                "rank": rank,
-                "role": "head" if position == 0 else "worker",
-                "address": address,
-                "machine": address,
-                "node_groups": labels,
-                "node_group": ",".join(labels),
-                "gpus": gpus,
-                "cuda_visible_devices": devices,
-                "ray_port": _port(name, hostvars, problems),
-                # An empty value means the default, as in the roles.
-                "temp_dir": str(_get(hostvars, name, TEMP_DIR_VAR, problems, "") or DEFAULT_RAY_TEMP_DIR),
-                "env_file": str(_get(hostvars, name, ENV_FILE_VAR, problems, "") or DEFAULT_ENV_FILE),
-                "unit_name": str(_get(hostvars, name, UNIT_VAR, problems, "") or DEFAULT_UNIT),
-                "explicit_rank": explicit is not None,
-            }
-        )
+        env_vars = _get(hostvars, name, ENV_VARS_VAR, problems, {})
+        env_vars = {str(k): v for k, v in env_vars.items()} if isinstance(env_vars, Mapping) else {}
+        problems.extend(managed_env_problems(env_vars, name, ENV_VARS_VAR))
+        if position == 0 and not _bool_var(name, hostvars, DASHBOARD_VAR, True, problems):
+            problems.append(
+                f"host '{name}': {DASHBOARD_VAR} is false, but RLinf needs the dashboard on the head: its "
+                "failure handling lists actors through Ray's state API, which the dashboard serves "
+                "(rlinf/scheduler/cluster/cluster.py signal handler, Worker.check_worker_alive, the "
+                "distributed log collector), so a failed worker would not stop the run cleanly; keep it "
+                "true (ray_node_dashboard_host keeps it on loopback)."
+            )
+        node = {
+            "name": name,
+            "rank": rank,
+            "role": "head" if position == 0 else "worker",
+            "address": address,
+            "machine": address,
+            "node_groups": labels,
+            "node_group": ",".join(labels),
+            "gpus": gpus,
+            "cuda_visible_devices": devices,
+            "ray_port": _port(name, hostvars, problems),
+            # An empty value means the default, as in the roles.
+            "temp_dir": str(_get(hostvars, name, TEMP_DIR_VAR, problems, "") or DEFAULT_RAY_TEMP_DIR),
+            "env_file": str(_get(hostvars, name, ENV_FILE_VAR, problems, "") or DEFAULT_ENV_FILE),
+            "unit_name": str(_get(hostvars, name, UNIT_VAR, problems, "") or DEFAULT_UNIT),
+            "explicit_rank": explicit is not None,
+            "declared_gpus": _get(hostvars, name, GPUS_VAR, problems) not in (None, ""),
+            "gpu_isolated": _bool_var(name, hostvars, ISOLATED_VAR, False, problems),
+            "accelerator_type": accelerator,
+            "ray_accelerator_resource": ACCELERATOR_TYPES[accelerator][1],
+            "inventory_groups": [
+                g for g, members in groups.items() if g not in _SPECIAL_GROUPS and name in (members or [])
+            ],
+            "env_vars": env_vars,
+        }
+        node["rlinf_gpus"] = _rlinf_gpus(node)
+        nodes.append(node)
 
     if nodes and nodes[0]["rank"] != 0:
         problems.append(

@@ -193,3 +193,187 @@ def test_missing_file_and_directory(tmp_path):
 def test_yaml_tags_are_not_executed():
     with pytest.raises(RLinfConfigError, match="not valid YAML"):
         load_config_text("cluster: !!python/object/apply:os.system ['true']\n")
+
+
+# ------------------------------------------------------------ issue 15: RLinf fidelity, round 2
+
+ROBOT_CASES = yaml.safe_load((CORPUS / "robot_env_cases.yml").read_text())
+
+
+def _robot_cluster(case, placement):
+    return {
+        "num_nodes": 1,
+        "component_placement": {"env": {"node_group": "arms", "placement": placement}},
+        "node_groups": [
+            {"label": "arms", "node_ranks": "0", "hardware": {"type": case["type"], "configs": case["configs"]}}
+        ],
+    }
+
+
+@pytest.mark.parametrize("case", ROBOT_CASES, ids=[c["name"] for c in ROBOT_CASES])
+def test_robots_counted_from_rlinf_env_vars(case):
+    """The same cases RLinf's RobotAutoConfig runs in the differential test: same robot count."""
+    nodes = cluster_nodes({"ray_head": ["arm-pc"]}, {"arm-pc": {"rlinf_env_vars": case["env"]}})
+    if "error" in case:
+        problems = check_cluster(_robot_cluster(case, "0"), nodes)["problems"]
+        assert any("rlinf_env_vars of rank 0 (host arm-pc)" in p and "RLinf raises" in p for p in problems), problems
+        return
+    robots = case["robots"]
+    fits = check_cluster(_robot_cluster(case, f"0-{robots - 1}" if robots else "0"), nodes)
+    beyond = check_cluster(_robot_cluster(case, f"0-{robots}"), nodes)
+    if robots:
+        assert fits["problems"] == []
+    else:
+        assert any(f"there are no {case['type']} resources" in p for p in fits["problems"])
+    assert beyond["problems"], f"{robots} robot(s) but placement 0-{robots} passed"
+
+
+def test_gimarm_from_env_vars_is_accepted_and_says_which_env_vars_on_which_node():
+    cluster = {
+        "num_nodes": 2,
+        "component_placement": {
+            "actor": {"node_group": "gpu", "placement": "0-7"},
+            "env": {"node_group": "arms", "placement": "0-1"},
+        },
+        "node_groups": [
+            {"label": "gpu", "node_ranks": "0"},
+            {"label": "arms", "node_ranks": "1", "hardware": {"type": "GimArm", "configs": []}},
+        ],
+    }
+    alone = check_cluster(cluster)
+    assert alone["problems"] == []
+    assert any(
+        "node rank 1 has no GimArm config, so RLinf creates its GimArm robots from CAN_INTERFACE" in w
+        for w in alone["warnings"]
+    )
+    hostvars = {
+        "g": {"rlinf_gpus_per_node": 8, "rlinf_node_group": "gpu"},
+        "a": {"rlinf_gpus_per_node": 0, "rlinf_node_group": "arms"},
+    }
+    groups = {"ray_head": ["g"], "ray_workers": ["a"]}
+    without = check_cluster(cluster, cluster_nodes(groups, hostvars))
+    assert any(
+        "rank 1 (host a) has no GimArm config and its rlinf_env_vars set no CAN_INTERFACE" in w
+        for w in without["warnings"]
+    )
+    assert any("there are no GimArm resources" in p for p in without["problems"])
+    hostvars["a"]["rlinf_env_vars"] = {"CAN_INTERFACE": "can0,can1"}
+    assert check_cluster(cluster, cluster_nodes(groups, hostvars)) == {"problems": [], "warnings": []}
+
+
+@pytest.mark.parametrize(
+    "key", ["auto_scheduler", "use_pre_process_policy", "use_wait_before_last_iter_policy", "recreate_nccl_groups"]
+)
+def test_cluster_keys_rlinfs_runners_read_are_not_flagged(key):
+    report = check_cluster({"num_nodes": 1, "component_placement": {"actor": "0"}, key: True})
+    assert report == {"problems": [], "warnings": []}
+
+
+def test_net_emulation_and_tracer_are_read_on_main():
+    # tests/e2e_tests/embodied/*.yaml in RLinf main use these shapes.
+    cluster = {
+        "num_nodes": 1,
+        "component_placement": {"actor": "0"},
+        "net_emulation": {"enabled": True, "symmetric": True},
+        "tracer": {"enable": True, "output_file": None},
+    }
+    assert check_cluster(cluster) == {"problems": [], "warnings": []}
+    cluster["tracer"] = {"enabled": True}
+    assert any("rename it to enable" in w for w in check_cluster(cluster)["warnings"])
+    cluster["net_emulation"] = True
+    assert any(
+        "net_emulation is bool; RLinf reads net_emulation.enabled" in p for p in check_cluster(cluster)["problems"]
+    )
+
+
+def test_profiling_warns_that_nsys_must_be_on_the_units_path():
+    cluster = {
+        "num_nodes": 1,
+        "component_placement": {"actor": "0"},
+        "profiling": {"backend": "nsight", "worker_groups": ["actor"]},
+    }
+    nodes = cluster_nodes({"ray_head": ["h"]}, {"h": {"rlinf_gpus_per_node": 1}})
+    (warning,) = check_cluster(cluster, nodes)["warnings"]
+    assert "wraps the profiled workers in nsys" in warning
+    assert "PATH is /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" in warning
+    nodes = cluster_nodes(
+        {"ray_head": ["h"]}, {"h": {"rlinf_gpus_per_node": 1, "rlinf_env_vars": {"PATH": "/opt/nsys/bin:/usr/bin"}}}
+    )
+    assert "PATH is /opt/nsys/bin:/usr/bin" in check_cluster(cluster, nodes)["warnings"][0]
+    cluster["profiling"]["enabled"] = False
+    assert check_cluster(cluster, nodes)["warnings"] == []
+    cluster["profiling"] = {"backend": "rocprof_sys", "worker_groups": "actor"}
+    assert "rocprof-sys-python" in check_cluster(cluster, nodes)["warnings"][0]
+
+
+@pytest.mark.parametrize(
+    ("profiling", "fragment"),
+    [
+        ({"worker_groups": ["actor"]}, "backend is missing; RLinf raises without it"),
+        ({"backend": "nsys"}, "backend 'nsys' is unknown to RLinf; use one of nsight, rocprof_sys"),
+        ({"backend": "nsight", "option": {}}, "unknown key 'option' (did you mean 'options'?)"),
+        ({"backend": "nsight", "steps": [-1]}, "steps must be a list of step indices >= 0"),
+        ({"backend": "nsight", "options": {"o": "a", "output": "b"}}, "sets both o and output"),
+        ("nsight", "is str; RLinf needs a mapping"),
+    ],
+)
+def test_profiling_checked_as_rlinf_does(profiling, fragment):
+    problems = check_cluster({"num_nodes": 1, "component_placement": {"a": "0"}, "profiling": profiling})["problems"]
+    assert any(fragment in p for p in problems), problems
+
+
+def test_config_labels_equal_to_inventory_groups_must_have_their_ranks():
+    # Issue 15 item 6: child groups cloud/edge, not declared node groups, ranks swapped in the config.
+    groups = {"ray_head": ["c0"], "ray_workers": ["c1", "e0"], "cloud": ["c0", "c1"], "edge": ["e0"]}
+    nodes = cluster_nodes(groups, {n: {"rlinf_gpus_per_node": 0} for n in ("c0", "c1", "e0")})
+    swapped = {
+        "num_nodes": 3,
+        "component_placement": {"env": {"node_group": "edge", "placement": "0"}},
+        "node_groups": [{"label": "cloud", "node_ranks": "2"}, {"label": "edge", "node_ranks": "0-1"}],
+    }
+    problems = check_cluster(swapped, nodes)["problems"]
+    assert problems == [
+        "cluster node_groups 'cloud': node_ranks '2' but the inventory group 'cloud' holds c0, c1 (ranks '0-1'); "
+        "set node_ranks to '0-1', or rename the label if it is not that group.",
+        "cluster node_groups 'edge': node_ranks '0-1' but the inventory group 'edge' holds e0 (ranks '2'); "
+        "set node_ranks to '2', or rename the label if it is not that group.",
+    ]
+    swapped["node_groups"] = [{"label": "cloud", "node_ranks": "0-1"}, {"label": "edge", "node_ranks": "2"}]
+    assert check_cluster(swapped, nodes)["problems"] == []
+
+
+def test_empty_placement_string_is_refused_like_rlinf():
+    nodes = cluster_nodes({"ray_head": ["h"]}, {"h": {"rlinf_gpus_per_node": 8}})
+    problems = check_cluster({"num_nodes": 1, "component_placement": {"actor": ""}}, nodes)["problems"]
+    assert problems == [
+        "cluster component_placement 'actor': placement '' selects no resources; RLinf refuses it (its placement "
+        "strategies assert the rank list is not empty): give resource ranks such as '0-3' or 'all'."
+    ]
+
+
+def test_missing_component_placement_says_rlinf_requires_it():
+    (problem,) = check_cluster({"num_nodes": 1})["problems"]
+    assert "RLinf's ClusterConfig requires it" in problem and "Missing fields ['component_placement']" in problem
+
+
+def test_placement_counts_gpus_as_rlinf_does_not_as_cuda_visible_devices():
+    # Only a device list: RLinf counts every GPU of the machine, so the count is unknown.
+    nodes = cluster_nodes({"ray_head": ["h"]}, {"h": {"rlinf_cuda_visible_devices": "0,1"}})
+    report = check_cluster({"num_nodes": 1, "component_placement": {"actor": "0-7"}}, nodes)
+    assert report["problems"] == []
+    assert any("GPU count of node group 'cluster' is unknown" in w for w in report["warnings"])
+    # Isolated (a container that sees only these GPUs): the list is RLinf's count.
+    nodes = cluster_nodes({"ray_head": ["h"]}, {"h": {"rlinf_cuda_visible_devices": "0,1", "rlinf_gpu_isolated": True}})
+    report = check_cluster({"num_nodes": 1, "component_placement": {"actor": "0-7"}}, nodes)
+    assert any("resource ranks of '0-7'" in p for p in report["problems"])
+
+
+def test_ascend_npus_are_the_accelerators_of_their_nodes():
+    nodes = cluster_nodes({"ray_head": ["n"]}, {"n": {"rlinf_accelerator_type": "NPU", "rlinf_gpus_per_node": 8}})
+    assert check_cluster({"num_nodes": 1, "component_placement": {"actor": "0-7"}}, nodes)["problems"] == []
+    assert check_cluster({"num_nodes": 1, "component_placement": {"actor": "0-8"}}, nodes)["problems"]
+
+
+def test_config_alone_does_not_ask_for_inventory_variables():
+    report = check_cluster({"num_nodes": 2, "component_placement": {"actor": "0-15"}})
+    assert report == {"problems": [], "warnings": []}

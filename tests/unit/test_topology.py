@@ -15,6 +15,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.topology import (
     parse_device_ids,
     rank_table,
     topology_problems,
+    topology_warnings,
 )
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -85,30 +86,106 @@ def test_node_groups_from_host_var_and_group_list():
     assert inventory_node_groups(nodes) == {"cloud": [0, 1], "edge": [2, 3], "arms": [3]}
 
 
-def test_shared_machine_with_disjoint_settings_is_valid():
+SHARED = {
+    "a": {
+        "ansible_host": "10.0.0.2",
+        "ray_port": 6380,
+        "ray_temp_dir": "/tmp/ray-a",
+        "rlinf_env_file": "/etc/rlinf/a.env",
+        "ray_node_unit_name": "rlinf-ray-a",
+    },
+    "b": {
+        "ansible_host": "10.0.0.2",
+        "ray_port": 6381,
+        "ray_temp_dir": "/tmp/ray-b",
+        "rlinf_env_file": "/etc/rlinf/b.env",
+        "ray_node_unit_name": "rlinf-ray-b",
+    },
+}
+
+
+def _shared(**per_host):
+    return {name: {**SHARED[name], **per_host.get(name, {})} for name in SHARED}
+
+
+def test_shared_machine_isolated_containers_may_each_have_gpus():
+    # Each Ray node in its own container whose NVML sees only its 4 GPUs: ids are container-local.
     groups = {"ray_head": ["h"], "ray_workers": ["a", "b"]}
+    iso = {"rlinf_gpu_isolated": True, "rlinf_cuda_visible_devices": "0,1,2,3"}
+    nodes = cluster_nodes(groups, _shared(a=iso, b={**iso, "rlinf_gpu_isolated": "yes"}))
+    assert [(n["gpus"], n["rlinf_gpus"], n["gpu_isolated"]) for n in nodes] == [
+        (None, None, False),
+        (4, 4, True),
+        (4, 4, True),
+    ]
+    assert nodes[2]["cuda_visible_devices"] == ["0", "1", "2", "3"]
+
+
+def test_gpu_split_is_refused_with_rlinf_reason_and_isolation_is_the_fix():
+    groups = {"ray_head": ["h"], "ray_workers": ["a", "b"]}
+    split = _shared(a={"rlinf_cuda_visible_devices": "0,1,2,3"}, b={"rlinf_cuda_visible_devices": [4, 5, 6, 7]})
+    problems = topology_problems(groups, split)
+    assert len(problems) == 1
+    assert problems[0].startswith("hosts a, b: they are Ray nodes of one machine (10.0.0.2) and split its GPUs")
+    assert "nvidia_gpu.py get_num_devices" in problems[0]
+    isolated = {name: {**hv, "rlinf_gpu_isolated": True} for name, hv in split.items()}
+    assert topology_problems(groups, isolated) == []
+
+
+def test_rlinf_counts_all_gpus_when_only_a_device_list_is_given():
+    # RLinf sets CUDA_VISIBLE_DEVICES=<0..n-1 of its NVML count> in workers, so a list says
+    # what Ray's GPU resource holds, not how many GPUs RLinf uses.
+    groups = {"ray_head": ["h"], "ray_workers": ["w", "x"]}
     hostvars = {
-        "h": {"ansible_host": "10.0.0.1"},
-        "a": {
-            "ansible_host": "10.0.0.2",
-            "ray_port": 6380,
-            "ray_temp_dir": "/tmp/ray-a",
-            "rlinf_env_file": "/etc/rlinf/a.env",
-            "ray_node_unit_name": "rlinf-ray-a",
-            "rlinf_cuda_visible_devices": "0,1,2,3",
-        },
-        "b": {
-            "ansible_host": "10.0.0.2",
-            "ray_port": 6381,
-            "ray_temp_dir": "/tmp/ray-b",
-            "rlinf_env_file": "/etc/rlinf/b.env",
-            "ray_node_unit_name": "rlinf-ray-b",
-            "rlinf_cuda_visible_devices": [4, 5, 6, 7],
-        },
+        "h": {"rlinf_cuda_visible_devices": "4,5"},
+        "w": {"rlinf_cuda_visible_devices": "0,1", "rlinf_gpus_per_node": 2},
+        "x": {"rlinf_gpus_per_node": 8},
     }
     nodes = cluster_nodes(groups, hostvars)
-    assert [n["gpus"] for n in nodes] == [None, 4, 4]
-    assert nodes[2]["cuda_visible_devices"] == ["4", "5", "6", "7"]
+    assert [(n["gpus"], n["rlinf_gpus"]) for n in nodes] == [(2, None), (2, 2), (8, 8)]
+    warnings = topology_warnings(groups, hostvars)
+    assert [w.split(":")[0] for w in warnings] == ["host 'h'", "host 'w'"]
+    assert "limits Ray's GPU resource, not RLinf's workers" in warnings[0]
+    assert "without rlinf_gpus_per_node the placement checks do not know" in warnings[0]
+    assert "RLinf counts 2 GPU(s) here" in warnings[1]
+
+
+def test_topology_warnings_empty_when_topology_is_broken():
+    assert topology_warnings({"ray_workers": ["w"]}, {"w": {"rlinf_cuda_visible_devices": "0"}}) == []
+
+
+def test_accelerator_types_and_their_ray_resources():
+    groups = {"ray_head": ["h"], "ray_workers": ["npu", "amd", "musa"]}
+    hostvars = {
+        "npu": {"rlinf_accelerator_type": "NPU", "rlinf_gpus_per_node": 8, "ray_resources": {"NPU": 8}},
+        "amd": {"rlinf_accelerator_type": "AMD_GPU", "ray_num_gpus": 8, "rlinf_gpus_per_node": 8},
+        "musa": {"rlinf_accelerator_type": "MUSA_GPU", "rlinf_gpus_per_node": 8},
+    }
+    nodes = cluster_nodes(groups, hostvars)
+    assert [(n["accelerator_type"], n["ray_accelerator_resource"]) for n in nodes] == [
+        ("NV_GPU", "GPU"),
+        ("NPU", "NPU"),
+        ("AMD_GPU", "GPU"),
+        ("MUSA_GPU", None),
+    ]
+
+
+def test_inventory_groups_and_env_vars_are_returned():
+    groups = {
+        "all": ["h", "e1"],
+        "ungrouped": [],
+        "rlinf_cluster": ["h", "e1"],
+        "ray_head": ["h"],
+        "ray_workers": ["e1"],
+        "edge": ["e1"],
+    }
+    nodes = cluster_nodes(groups, {"e1": {"rlinf_env_vars": {"CAN_INTERFACE": "can0,can1"}}})
+    assert [n["inventory_groups"] for n in nodes] == [
+        ["rlinf_cluster", "ray_head"],
+        ["rlinf_cluster", "ray_workers", "edge"],
+    ]
+    assert [n["env_vars"] for n in nodes] == [{}, {"CAN_INTERFACE": "can0,can1"}]
+    assert nodes[1]["node_groups"] == []  # an inventory group is not a node group by itself
 
 
 def test_shared_machine_cpu_only_nodes_need_no_gpu_lists():
