@@ -24,7 +24,6 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import rules as r
-from ansible_collections.rlinf.cluster.plugins.module_utils.managed_env_vars import MANAGED_ENV_VARS  # noqa: F401
 
 
 class Var(NamedTuple):
