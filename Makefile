@@ -75,7 +75,7 @@ test: lint unit test-lab molecule
 
 bench: image venv
 	$(BIN)/python bench/bringup.py
-	$(BIN)/python bench/validate_fleet.py
+	$(BIN)/python bench/plan_fleet.py
 
 clean: lab-down
 	rm -rf $(VENV) artifacts

@@ -274,13 +274,33 @@ def _path_overlaps(node: dict, problems: list[Problem]) -> None:
                 )
 
 
+class _OncePerHost(Mapping):
+    """``hostvars`` with each host's variables gathered once: Ansible's HostVars computes a
+    host's whole variable set on every ``hostvars[name]``."""
+
+    def __init__(self, hostvars: Mapping):
+        self._hostvars = hostvars
+        self._seen: dict = {}
+
+    def __getitem__(self, name):
+        if name not in self._seen:
+            self._seen[name] = self._hostvars[name]
+        return self._seen[name]
+
+    def __iter__(self):
+        return iter(self._hostvars)
+
+    def __len__(self):
+        return len(self._hostvars)
+
+
 def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = None) -> dict:
     """The plan of the whole inventory, before any host is contacted; raises PlanError."""
     context = dict(context or {})
     purpose = context.get("purpose", "site")
     problems: list[Problem] = []
     groups = groups or {}
-    hostvars = hostvars if hostvars is not None else {}
+    hostvars = _OncePerHost(hostvars if hostvars is not None else {})
     try:
         topo = cluster_nodes(groups, hostvars)
     except TopologyError as err:
@@ -289,7 +309,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
     # With a broken topology the variables are still checked, in inventory order, so the
     # report holds every problem at once.
     order = [n["name"] for n in topo] or list(
-        dict.fromkeys(list(groups.get("ray_head") or [])[:1] + list(groups.get("ray_workers") or []))
+        dict.fromkeys(list(groups.get("ray_head") or []) + list(groups.get("ray_workers") or []))
     )
     if not order:
         raise PlanError(problems or [Problem(None, "the inventory has no Ray nodes (ray_head, ray_workers).")])

@@ -135,6 +135,7 @@ port_busy:
 import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
+import sys  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
@@ -142,48 +143,12 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.node_files import ( 
     is_ours,
     read_manifest,
 )
+from ansible_collections.rlinf.cluster.plugins.module_utils.venv_probe import VENV_PROBE  # noqa: E402
 
 PYTHON_PROBE = (
     "import json, platform, sys; print(json.dumps({'version': platform.python_version(), "
     "'machine': platform.machine(), 'glibc': platform.libc_ver()[1], 'executable': sys.executable}))"
 )
-VENV_PROBE = r"""
-import json, platform, sys
-from importlib import metadata
-try:
-    from packaging.requirements import Requirement
-except ImportError:
-    from pip._vendor.packaging.requirements import Requirement
-
-def installed(name):
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-def problems(text):
-    req = Requirement(text)
-    version = installed(req.name)
-    if version is None:
-        return [text + ": not installed"]
-    if not req.specifier.contains(version, prereleases=True):
-        return [text + ": installed " + version]
-    found = []
-    for extra in sorted(req.extras):
-        for dep_text in metadata.requires(req.name) or []:
-            dep = Requirement(dep_text)
-            if dep.marker is None or not dep.marker.evaluate({"extra": extra}):
-                continue
-            dep_version = installed(dep.name)
-            if dep_version is None:
-                found.append(text + ": " + dep.name + " (extra " + extra + ") not installed")
-            elif not dep.specifier.contains(dep_version, prereleases=True):
-                found.append(text + ": " + dep.name + " " + dep_version + " does not match " + str(dep.specifier))
-    return found
-
-print(json.dumps({"python": platform.python_version(), "ray": installed("ray"),
-                  "unsatisfied": [line for text in json.loads(sys.argv[1]) for line in problems(text)]}))
-"""
 UNIT_DIRS = ("/lib/systemd/system", "/usr/lib/systemd/system")
 
 
@@ -245,12 +210,12 @@ def run_json(module, argv):
 
 
 def python_info(module, python):
-    if os.path.realpath(module.get_bin_path(python) or python) == os.path.realpath(os.sys.executable):
+    if os.path.realpath(module.get_bin_path(python) or python) == os.path.realpath(sys.executable):
         return {
             "version": platform.python_version(),
             "machine": platform.machine(),
             "glibc": platform.libc_ver()[1],
-            "executable": os.sys.executable,
+            "executable": sys.executable,
         }
     binary = python if python.startswith("/") else module.get_bin_path(python)
     if not binary or not os.path.exists(binary):
@@ -357,7 +322,7 @@ def main():
         "port_busy": False,
     }
     if params["unit"]:
-        rc, out, _ = module.run_command(["systemctl", "is-active", params["unit"]])
+        _rc, out, _err = module.run_command(["systemctl", "is-active", params["unit"]])
         result["unit"]["active"] = out.strip() or "unknown"
         result["os_units"] = [
             os.path.join(d, params["unit"] + ".service")

@@ -241,10 +241,12 @@ class Files:
         gid = _id(spec.get("group"), grp.getgrnam, "gr_gid")
         content = spec["content"].encode()
         existed = os.path.lexists(path)
+        # An earlier install's file (under our project directories, or with our header) is ours.
+        earlier = existed and (any(path.startswith(d + "/") for d in PROJECT_DIRS) or is_ours(path))
         content_differs, attrs_differ = file_differs(path, content, mode, uid, gid)
         if not (content_differs or attrs_differ):
-            if existed and path not in self.recorded and any(path.startswith(d + "/") for d in PROJECT_DIRS):
-                self.add(path, "file")  # adopt an earlier install's file
+            if earlier:
+                self.add(path, "file")
             return
         if not secret and content_differs and self.module._diff:
             before = ""
@@ -255,7 +257,7 @@ class Files:
         self.ensure_parents(path)
         if not self.module.check_mode:
             write_atomic(path, content, mode, uid, gid)
-        if not existed or any(path.startswith(d + "/") for d in PROJECT_DIRS) or is_ours(path):
+        if not existed or earlier:
             self.add(path, "file")
         self.result["changed"] = True
         self.result["changed_paths"].append(path)

@@ -1,0 +1,138 @@
+"""owned_files run as a real AnsibleModule on a temporary tree: what it writes, records and purges."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+from module_results import ExitJson, FailJson
+
+from ansible_collections.rlinf.cluster.plugins.module_utils.node_files import read_manifest, side_file
+from ansible_collections.rlinf.cluster.plugins.modules import owned_files as mod
+
+pytestmark = pytest.mark.usefixtures("module_exits")
+
+
+def run(args, check=False, diff=False):
+    args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
+    with patch_module_args(args), pytest.raises((ExitJson, FailJson)) as outcome:
+        mod.main()
+    return outcome.value.args[0]
+
+
+@pytest.fixture
+def tree(tmp_path):
+    return {
+        "manifest": str(tmp_path / "etc" / "state" / "node.manifest.json"),
+        "env": str(tmp_path / "etc" / "rlinf.env"),
+        "unit": str(tmp_path / "units" / "rlinf-ray.service"),
+        "token": str(tmp_path / "etc" / "token"),
+        "root": tmp_path,
+    }
+
+
+def present(tree, env="A='1'\n", token="s3cretT0kenValue"):
+    return run(
+        {
+            "manifest": tree["manifest"],
+            "files": [
+                {"path": tree["env"], "content": env, "restart": True},
+                {"path": tree["unit"], "content": "[Unit]\n", "reload": True, "restart": True},
+            ],
+            "secret_files": [{"path": tree["token"], "content": token, "mode": "0600"}],
+        }
+    )
+
+
+def test_files_are_written_with_their_parents_recorded_and_a_rerun_changes_nothing(tree):
+    first = present(tree)
+    assert first["changed"] and first["restart"] and first["reload"]
+    assert oct(os.stat(tree["token"]).st_mode & 0o777) == "0o600"
+    recorded = [e["path"] for e in read_manifest(tree["manifest"])]
+    assert str(tree["root"] / "etc") in recorded and tree["env"] in recorded and tree["token"] in recorded
+    second = present(tree)
+    assert not second["changed"] and second["changed_paths"] == [] and not second["restart"]
+
+
+def test_a_changed_file_says_whether_ray_must_restart(tree):
+    present(tree)
+    result = present(tree, env="A='2'\n")
+    assert result["changed_paths"] == [tree["env"]] and result["restart"] and not result["reload"]
+
+
+def test_check_mode_writes_nothing_and_diff_never_shows_a_secret(tree):
+    result = run(
+        {
+            "manifest": tree["manifest"],
+            "files": [{"path": tree["env"], "content": "A='1'\n"}],
+            "secret_files": [{"path": tree["token"], "content": "s3cretT0kenValue"}],
+        },
+        check=True,
+        diff=True,
+    )
+    assert result["changed"] and not os.path.exists(tree["env"]) and not os.path.exists(tree["manifest"])
+    assert "s3cretT0kenValue" not in json.dumps(result)
+    assert [d["after_header"] for d in result["diff"]] == [tree["env"]]
+
+
+def test_an_existing_file_we_did_not_write_is_never_overwritten(tree):
+    foreign = tree["root"] / "passwd"
+    foreign.write_text("root:x:0:0\n")
+    result = run({"manifest": tree["manifest"], "files": [{"path": str(foreign), "content": "pwned\n"}]})
+    assert "did not write it" in result["msg"]
+    assert foreign.read_text() == "root:x:0:0\n"
+
+
+def test_a_file_with_our_header_from_an_earlier_install_is_taken_over(tree):
+    earlier = tree["root"] / "old.service"
+    earlier.write_text("# Managed by rlinf-ansible (rlinf.cluster.ray_node)\n[Unit]\n")
+    result = run({"manifest": tree["manifest"], "files": [{"path": str(earlier), "content": "[Unit]\nNew\n"}]})
+    assert result["changed"] and str(earlier) in [e["path"] for e in read_manifest(tree["manifest"])]
+
+
+def test_purge_removes_what_was_recorded_and_keeps_what_was_not(tree):
+    venv = tree["root"] / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("py")
+    (venv / "lib" / "pkg").mkdir(parents=True)
+    (venv / "lib" / "pkg" / "mod.py").write_text("x")
+    (venv / "lib" / "pkg" / "__pycache__").mkdir()
+    (venv / "lib" / "pkg" / "__pycache__" / "mod.cpython-311.pyc").write_text("c")
+    present(tree)
+    run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "tree"}]})
+    assert os.path.exists(side_file(tree["manifest"], str(venv)))
+    # The operator's files, next to and inside ours, after the snapshot.
+    (venv / "lib" / "pkg" / "notes.txt").write_text("mine")
+    (tree["root"] / "etc" / "user.conf").write_text("mine")
+    (tree["root"] / "units" / "other.service").write_text("mine")
+    result = run({"manifest": tree["manifest"], "state": "absent"})
+    assert result["changed"]
+    for gone in (tree["env"], tree["unit"], tree["token"], tree["manifest"], str(venv / "bin"), str(venv / "lib" / "pkg" / "mod.py")):
+        assert not os.path.lexists(gone), gone
+    assert not os.path.exists(str(venv / "lib" / "pkg" / "__pycache__"))
+    for kept in (venv / "lib" / "pkg" / "notes.txt", tree["root"] / "etc" / "user.conf", tree["root"] / "units" / "other.service"):
+        assert kept.read_text() == "mine"
+    assert str(venv) in result["kept"] and str(tree["root"] / "etc") in result["kept"]
+
+
+def test_purge_in_check_mode_removes_nothing(tree):
+    present(tree)
+    result = run({"manifest": tree["manifest"], "state": "absent"}, check=True)
+    assert result["changed"] and os.path.exists(tree["env"]) and os.path.exists(tree["manifest"])
+
+
+def test_remove_drops_our_file_and_asks_for_a_restart(tree):
+    present(tree)
+    result = run({"manifest": tree["manifest"], "remove": [{"path": tree["token"], "restart": True}]})
+    assert result["changed_paths"] == [tree["token"]] and result["restart"]
+    assert not os.path.exists(tree["token"])
+    assert tree["token"] not in [e["path"] for e in read_manifest(tree["manifest"])]
+
+
+def test_remove_never_touches_a_file_that_is_not_ours(tree):
+    foreign = tree["root"] / "keep.txt"
+    foreign.write_text("mine")
+    result = run({"manifest": tree["manifest"], "remove": [{"path": str(foreign)}]})
+    assert not result["changed"] and foreign.exists()

@@ -1,0 +1,277 @@
+"""The cluster plan (plugins/module_utils/plan.py): static checks, the address rule, what each node gets."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+
+from ansible_collections.rlinf.cluster.plugins.module_utils import firewall
+from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
+from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
+
+GROUPS = {"ray_head": ["h"], "ray_workers": ["w1", "w2"]}
+
+
+def hostvars(**per_host):
+    base = {name: {"ansible_host": f"10.0.0.{i + 1}"} for i, name in enumerate(["h", "w1", "w2"])}
+    for name, extra in per_host.items():
+        base[name].update(extra)
+    return base
+
+
+def probe(address, device="eth0", **extra):
+    data = {
+        "systemd": True,
+        "apt": True,
+        "python": {"version": "3.11.2", "machine": "x86_64", "glibc": "2.36"},
+        "interfaces": {"lo": ["127.0.0.1"], device: [address]},
+        "default_route": {"device": device, "address": address},
+        "paths": {},
+        "manifest": [],
+        "record": {},
+        "unit": {"active": "active"},
+    }
+    data.update(extra)
+    return data
+
+
+def probes(**overrides):
+    found = {name: probe(f"10.0.0.{i + 1}") for i, name in enumerate(["h", "w1", "w2"])}
+    found.update(overrides)
+    return found
+
+
+def problems_of(call) -> list[str]:
+    with pytest.raises(PlanError) as err:
+        call()
+    return sentences(err.value.problems)
+
+
+def test_ranks_paths_and_units_come_from_the_inventory():
+    plan = P.static_plan(GROUPS, hostvars(w2={"ray_node_unit_name": "rlinf-ray-b"}))
+    assert plan["order"] == ["h", "w1", "w2"]
+    assert [plan["nodes"][n]["rank"] for n in plan["order"]] == [0, 1, 2]
+    w2 = plan["nodes"]["w2"]
+    assert w2["paths"]["unit_file"] == "/etc/systemd/system/rlinf-ray-b.service"
+    assert w2["paths"]["record"] == "/etc/rlinf/state/rlinf-ray-b.json"
+    assert plan["cluster"]["requirements"] == ["ray[default]==2.60.0"]
+
+
+def test_every_problem_is_one_report_naming_host_and_variable():
+    found = problems_of(
+        lambda: P.static_plan(
+            GROUPS, hostvars(w1={"rlinf_venv_dir": "/usr", "ray_port": 0}, w2={"ray_node_unit_name": "ssh"})
+        )
+    )
+    assert any(s.startswith("host 'w1': rlinf_venv_dir='/usr'") for s in found)
+    assert any(s.startswith("host 'w1': ray_port=0") for s in found)
+    assert any(s.startswith("host 'w2': ray_node_unit_name='ssh'") for s in found)
+
+
+def test_the_same_bad_value_on_every_host_is_reported_once():
+    found = problems_of(lambda: P.static_plan(GROUPS, {n: {"rlinf_ray_version": "2.46.0"} for n in ["h", "w1", "w2"]}))
+    assert [s for s in found if "rlinf_ray_version" in s] == [found[0]]
+    assert found[0].startswith("hosts h, w1, w2: rlinf_ray_version='2.46.0'")
+
+
+def test_a_cluster_wide_setting_that_differs_between_hosts_is_refused():
+    found = problems_of(lambda: P.static_plan(GROUPS, hostvars(w2={"ray_auth_enabled": False})))
+    assert any("ray_auth_enabled differs between hosts" in s for s in found)
+
+
+def test_a_secret_is_never_shown():
+    found = problems_of(lambda: P.static_plan(GROUPS, hostvars(h={"ray_auth_token": "tooShortTokQ7x"})))
+    assert found and all("tooShortTokQ7x" not in s for s in found)
+    assert any("ray_auth_token (value hidden)" in s for s in found)
+
+
+def test_variables_are_still_checked_when_the_topology_is_broken():
+    found = problems_of(lambda: P.static_plan({"ray_head": ["h", "w1"]}, hostvars(w1={"ray_port": "x"})))
+    assert any("exactly one head" in s for s in found)
+    assert any("ray_port='x'" in s for s in found)
+
+
+@pytest.mark.parametrize(
+    ("extra", "phrase"),
+    [
+        ({"rlinf_venv_dir": "/etc/rlinf/x", "rlinf_env_file": "/etc/rlinf/x/rlinf.env"}, "overlap"),
+        ({"ray_node_unit_name": "rlinf-firewall"}, "must differ"),
+    ],
+)
+def test_settings_of_one_node_that_collide_are_refused(extra, phrase):
+    found = problems_of(lambda: P.static_plan(GROUPS, hostvars(w1=extra)))
+    assert any(phrase in s and "w1" in s for s in found)
+
+
+def test_launch_and_remove_node_need_their_run_settings():
+    assert any("rlinf_entry is empty" in s for s in problems_of(lambda: P.static_plan(GROUPS, hostvars(), {"purpose": "launch"})))
+    found = problems_of(lambda: P.static_plan(GROUPS, hostvars(h={"node": "h"}), {"purpose": "remove-node"}))
+    assert any("is the Ray head" in s for s in found)
+
+
+# Stage 2: the address rule and what each node gets ----------------------------------
+
+
+def resolved(hv=None, found=None, purpose="site"):
+    return P.resolve(P.static_plan(GROUPS, hv or hostvars()), found or probes(), purpose)
+
+
+def test_the_default_route_gives_the_address_and_the_collective_nic():
+    plan = resolved()
+    w1 = plan["nodes"]["w1"]
+    assert (w1["ip"], w1["ip_source"], w1["comm_device"]) == ("10.0.0.2", "default route", "eth0")
+    assert w1["env"]["RLINF_COMM_NET_DEVICES"] == "eth0"
+    assert plan["cluster"]["head_address"] == "10.0.0.1:6379"
+
+
+def test_a_data_nic_gives_its_own_address_everywhere():
+    two_nics = {
+        name: probe(f"10.0.0.{i + 1}", interfaces={"eth0": [f"10.0.0.{i + 1}"], "eth1": [f"10.9.0.{i + 1}"]})
+        for i, name in enumerate(["h", "w1", "w2"])
+    }
+    plan = resolved({n: {"rlinf_comm_net_device": "eth1"} for n in ["h", "w1", "w2"]}, two_nics)
+    assert [plan["nodes"][n]["ip"] for n in plan["order"]] == ["10.9.0.1", "10.9.0.2", "10.9.0.3"]
+    assert plan["cluster"]["head_address"] == "10.9.0.1:6379"
+    assert "--address=10.9.0.1:6379" in plan["nodes"]["w1"]["ray_args"]
+    assert [e["ip"] for e in plan["expected_nodes"]] == ["10.9.0.1", "10.9.0.2", "10.9.0.3"]
+    assert all(e["env"]["RLINF_COMM_NET_DEVICES"] == "eth1" for e in plan["expected_nodes"])
+    record = plan["nodes"]["w2"]["files"][3]["content"]
+    assert '"ip": "10.9.0.3"' in record and '"comm_device": "eth1"' in record
+
+
+@pytest.mark.parametrize(
+    ("hv", "node_probe", "phrase"),
+    [
+        ({"rlinf_comm_net_device": "eth9"}, probe("10.0.0.2"), "does not exist here"),
+        ({"rlinf_comm_net_device": "eth1"}, probe("10.0.0.2", interfaces={"eth0": ["10.0.0.2"], "eth1": []}), "no IPv4"),
+        ({"ray_node_ip": "10.7.7.7"}, probe("10.0.0.2"), "not an address of any interface"),
+        ({}, probe("10.0.0.2", default_route={}), "no default route"),
+        ({}, probe("127.0.1.1", device="lo2"), "other nodes cannot reach"),
+    ],
+)
+def test_an_address_other_nodes_cannot_use_is_refused_naming_the_host(hv, node_probe, phrase):
+    found = problems_of(lambda: resolved(hostvars(w1=hv), probes(w1=node_probe)))
+    assert any(s.startswith("host 'w1'") and phrase in s for s in found), found
+
+
+@pytest.mark.parametrize(
+    ("node_probe", "phrase"),
+    [
+        (probe("10.0.0.2", python={"version": "3.9.2"}), "Python 3.9.2; RLinf needs Python >= 3.10"),
+        (probe("10.0.0.2", python={"error": "python3 is not installed"}), "cannot run rlinf_python"),
+        (probe("10.0.0.2", apt=False, os={"pretty_name": "Rocky Linux 9"}), "Rocky Linux 9 has no apt"),
+        (probe("10.0.0.2", systemd=False), "systemd does not manage services"),
+        (
+            probe("10.0.0.2", paths={"env_file": {"path": "/srv/env", "exists": True, "kind": "file", "ours": False}}),
+            "rlinf-ansible did not write",
+        ),
+        (probe("10.0.0.2", os_units=["/lib/systemd/system/rlinf-ray.service"]), "already has /lib/systemd"),
+    ],
+)
+def test_what_only_a_host_can_tell_is_refused_before_anything_changes(node_probe, phrase):
+    found = problems_of(lambda: resolved(found=probes(w1=node_probe)))
+    assert any(s.startswith("host 'w1'") and phrase in s for s in found), found
+
+
+def test_an_unrecorded_file_in_our_project_directories_is_an_earlier_install_adopted():
+    own = probe("10.0.0.2", paths={"env_file": {"path": "/etc/rlinf/rlinf.env", "exists": True, "kind": "file"}})
+    assert resolved(found=probes(w1=own))["nodes"]["w1"]["files"]
+
+
+def test_different_pythons_are_refused():
+    found = problems_of(lambda: resolved(found=probes(w2=probe("10.0.0.3", python={"version": "3.11.9"}))))
+    assert any("Python differs between nodes" in s and "w2=3.11.9" in s for s in found)
+
+
+def test_the_head_must_be_in_the_run():
+    found = problems_of(lambda: P.resolve(P.static_plan(GROUPS, hostvars()), {"w1": probe("10.0.0.2")}))
+    assert any("the head 'h' is not in this run" in s for s in found)
+
+
+def test_a_busy_head_port_is_refused():
+    found = problems_of(lambda: resolved(found=probes(h=probe("10.0.0.1", port_busy=True))))
+    assert any("port 6379 is already in use" in s for s in found)
+
+
+def test_status_reads_the_addresses_the_records_keep():
+    recorded = {n: probe("10.0.0.9", record={"ip": f"192.0.2.{i}", "comm_device": "eth1"}) for i, n in enumerate(["h", "w1", "w2"])}
+    plan = resolved(found=recorded, purpose="status")
+    assert [e["ip"] for e in plan["expected_nodes"]] == ["192.0.2.0", "192.0.2.1", "192.0.2.2"]
+    assert plan["cluster"]["head_address"] == "192.0.2.0:6379"
+    unrecorded = dict(recorded, w2=probe("10.0.0.3"))
+    assert resolved(found=unrecorded, purpose="status")["nodes"]["w2"]["ip"] == ""
+
+
+def test_the_env_file_and_the_unit_carry_the_auth_settings():
+    node = resolved()["nodes"]["w1"]
+    env = node["files"][0]["content"]
+    unit = node["files"][1]["content"]
+    assert "RAY_AUTH_MODE='token'" in env and "RAY_AUTH_TOKEN_PATH='/etc/rlinf/ray-auth-token'" in env
+    assert "Environment=RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH=/etc/rlinf/ray-auth-token" in unit
+    assert "EnvironmentFile=/etc/rlinf/rlinf.env\n" in unit
+    off = resolved({n: {"ray_auth_enabled": False} for n in ["h", "w1", "w2"]})["nodes"]["w1"]
+    assert "RAY_AUTH_MODE='disabled'" in off["files"][0]["content"]
+
+
+def test_expected_nodes_ask_the_check_for_auth_and_the_collective_nic():
+    for entry in resolved()["expected_nodes"]:
+        assert entry["env"] == {"RLINF_COMM_NET_DEVICES": "eth0", "RAY_AUTH_MODE": "token"}
+
+
+def test_the_ray_start_port_flags_are_the_firewall_port_table():
+    hv = {n: {"rlinf_firewall_enabled": True} for n in ["h", "w1", "w2"]}
+    hv["w1"]["ray_node_manager_port"] = 7380
+    plan = resolved(hv)
+    for name in plan["order"]:
+        node = plan["nodes"][name]
+        pinned = {
+            int(value)
+            for arg in node["ray_args"]
+            if (m := re.match(r"--(?!address|num-|object-store)[a-z-]*port=(\d+)$", arg)) and (value := m.group(1))
+        }
+        low = next(int(a.split("=")[1]) for a in node["ray_args"] if a.startswith("--min-worker-port="))
+        high = next(int(a.split("=")[1]) for a in node["ray_args"] if a.startswith("--max-worker-port="))
+        table = firewall.node_ports(node)
+        guarded = set(table["single"].values()) | ({table["client"]} if table["client"] else set())
+        assert pinned == guarded | {low, high}, name
+        assert (low, high) == table["workers"]
+        rules = firewall.machine_rules(plan, name)
+        assert set(firewall.nft_ports(table)) <= set(rules["cluster_ports"])
+    assert "--node-manager-port=7380" in plan["nodes"]["w1"]["ray_args"]
+    assert not [a for a in resolved()["nodes"]["w1"]["ray_args"] if "manager-port" in a]
+
+
+def test_firewall_sources_are_every_nodes_resolved_address():
+    hv = {n: {"rlinf_firewall_enabled": True} for n in ["h", "w1", "w2"]}
+    hv["h"]["rlinf_firewall_allowed_sources"] = ["192.0.2.0/24"]
+    rules = firewall.machine_rules(resolved(hv), "h")
+    assert rules["cluster_sources"] == ["10.0.0.1", "10.0.0.2", "10.0.0.3", "192.0.2.0/24"]
+    assert rules["missing"] == []
+
+
+def test_adopted_and_owned_trees_follow_the_manifest():
+    own = probe(
+        "10.0.0.2",
+        paths={
+            "venv": {"path": "/opt/rlinf/venv", "exists": True, "kind": "dir", "is_venv": True},
+            "wheelhouse": {"path": "/opt/rlinf/wheelhouse", "exists": False, "kind": "none"},
+        },
+    )
+    node = resolved(found=probes(w1=own))["nodes"]["w1"]
+    assert node["adopt"] == [{"path": "/opt/rlinf/venv", "kind": "tree"}]
+    assert {t["path"] for t in node["own_trees"]} == {"/opt/rlinf/venv", "/opt/rlinf/wheelhouse"}
+
+
+def test_the_plan_summary_holds_no_secret_and_no_file_content():
+    plan = P.static_plan(GROUPS, {n: {"ray_auth_token": "x" * 40} for n in ["h", "w1", "w2"]})
+    text = repr(P.summary(plan))
+    assert "x" * 40 not in text and "ray_auth_token" not in text
+
+
+def test_the_plan_is_not_changed_by_resolving_it():
+    static = P.static_plan(GROUPS, hostvars())
+    before = copy.deepcopy(static)
+    P.resolve(static, probes())
+    assert static == before

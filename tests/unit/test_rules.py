@@ -1,0 +1,171 @@
+"""The value rules of plugins/module_utils/rules.py: what each refuses, and what it normalises."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.rlinf.cluster.plugins.module_utils import rules as r
+from ansible_collections.rlinf.cluster.plugins.module_utils.schema import MANAGED_RAY_FLAGS
+
+
+def refused(rule, value) -> str:
+    with pytest.raises(r.Bad) as err:
+        rule(value)
+    return err.value.what
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("/", "parent of the system directory"),
+        ("/usr", "directory of the operating system"),
+        ("/opt", "directory of the operating system"),
+        ("/etc/systemd/system", "directory of the operating system"),
+        ("/etc/passwd", "file of the operating system"),
+        ("/etc/shadow", "file of the operating system"),
+        ("venv", "not an absolute path"),
+        ("/opt/rlinf/venv/../../../usr", "'.' or '..'"),
+        ("/opt/rlinf/./venv", "'.' or '..'"),
+        ("/opt/rlinf//venv", "double '/'"),
+        ("/opt/rlinf/venv/", "trailing"),
+        ("/opt/my venv", "read differently"),
+        ("/opt/rlinf/$HOME", "read differently"),
+        ("/opt/rlinf/50%", "read differently"),
+        ("/opt/rlinf/a:b", "read differently"),
+        ("/tmp/x;touch /tmp/y", "read differently"),
+        ("/opt/rlinf/venv\nExecStartPre=/bin/true", "control character"),
+        ("", "empty"),
+    ],
+)
+def test_node_paths_a_system_reader_would_misread_or_that_are_system_paths_are_refused(value, why):
+    assert why in refused(r.node_path, value)
+
+
+@pytest.mark.parametrize("value", ["/opt/rlinf/venv", "/etc/rlinf/rlinf.env", "/srv/rlinf-ckpt", "/data/a_b-c.d+e@f"])
+def test_plain_node_paths_pass_unchanged(value):
+    assert r.node_path(value) == value
+
+
+@pytest.mark.parametrize("value", ["ssh", "sshd", "systemd-journald", "networking", "NetworkManager", "dbus", "cron"])
+def test_unit_names_of_the_operating_system_are_refused(value):
+    assert "operating system" in refused(r.unit_name, value)
+
+
+@pytest.mark.parametrize("value", ["rlinf-ray.service", "rlinf ray", "-x", "a/b", "rlinf@1"])
+def test_malformed_unit_names_are_refused(value):
+    refused(r.unit_name, value)
+
+
+def test_our_unit_names_pass():
+    assert r.unit_name("rlinf-ray") == "rlinf-ray"
+    assert r.unit_name("rlinf-ray-b") == "rlinf-ray-b"
+
+
+@pytest.mark.parametrize("value", ["rlinf; flush ruleset", "filter", "nat", "9lives", "a b", "x" * 40])
+def test_nft_tables_that_would_inject_or_are_foreign_are_refused(value):
+    refused(r.nft_table, value)
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("numpy==2.2.6\n--extra-index-url http://x", "newline or a pip option"),
+        ("--index-url=http://x", "newline or a pip option"),
+        ("numpy -i http://x", "newline or a pip option"),
+        ("numpy", "not pinned"),
+        ("numpy>=2", "not pinned"),
+        ("numpy==2.*", "not pinned"),
+        ("evil @ http://203.0.113.9/evil.whl", "URL"),
+        ("not a requirement!", "not a pip requirement"),
+    ],
+)
+def test_requirements_must_be_one_exact_pin(value, why):
+    assert why in refused(r.requirement, value)
+
+
+def test_a_pinned_requirement_with_extras_passes_normalised():
+    assert r.requirement(" ray[default]==2.60.0 ") == "ray[default]==2.60.0"
+
+
+@pytest.mark.parametrize("value", ["it's", "a\\b", "$(id)", "`id`", "a\nb", "$HOME"])
+def test_env_values_systemd_and_the_shell_read_differently_are_refused(value):
+    refused(r.env_value, value)
+
+
+def test_env_values_become_text():
+    assert r.env_value(True) == "1"
+    assert r.env_value(3) == "3"
+    assert r.env_value("/data/hf cache") == "/data/hf cache"
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "why"),
+    [
+        (r.ipv4(), "127.0.0.1", "loopback"),
+        (r.ipv4(), "0.0.0.0", "unspecified"),
+        (r.ipv4(), "999.1.1.1", "not an IPv4"),
+        (r.ipv4(), "fe80::1", "IPv6"),
+        (r.ipv4(), "224.0.0.1", "multicast"),
+    ],
+)
+def test_addresses_other_nodes_cannot_reach_are_refused(rule, value, why):
+    assert why in refused(rule, value)
+
+
+def test_a_bind_address_may_be_loopback_or_unspecified():
+    rule = r.ipv4(loopback=True, unspecified=True)
+    assert rule("127.0.0.1") == "127.0.0.1"
+    assert rule("0.0.0.0") == "0.0.0.0"
+
+
+@pytest.mark.parametrize(("rule", "value"), [(r.port, 0), (r.port, 65536), (r.port, "abc"), (r.port, True)])
+def test_ports_outside_the_range_or_not_numbers_are_refused(rule, value):
+    refused(rule, value)
+
+
+def test_pinned_ports_stay_out_of_the_privileged_range():
+    assert "1024..65535" in refused(r.pinned_port, 80)
+    assert r.pinned_port("6380") == 6380
+
+
+@pytest.mark.parametrize(("value", "expected"), [(True, True), ("yes", True), ("False", False), ("0", False)])
+def test_booleans_accept_what_ansible_reads_as_one(value, expected):
+    assert r.boolean(value) is expected
+
+
+@pytest.mark.parametrize("value", ["ture", "on please", 2, None])
+def test_other_booleans_are_refused(value):
+    refused(r.boolean, value)
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("--node-ip-address=1.2.3.4", "manages"),
+        ("--head", "manages"),
+        ("-v", "not one `ray start` option"),
+        ("--log-style=pretty\n--head", "control character"),
+    ],
+)
+def test_ray_arguments_the_plan_sets_or_that_are_not_one_option_are_refused(value, why):
+    assert why in refused(r.ray_argument(MANAGED_RAY_FLAGS), value)
+
+
+def test_containers_name_the_item_that_is_wrong():
+    what = refused(r.list_of(r.requirement, "requirements"), ["numpy==1.0", "numpy"])
+    assert what.startswith("item 2 ('numpy')")
+    assert "not a mapping" in refused(r.mapping_of(r.env_name, r.env_value), "X=1")
+    assert "not a list" in refused(r.list_of(r.requirement), "numpy==1.0")
+
+
+def test_secrets_need_length_and_no_spaces():
+    assert "shorter than 32" in refused(r.secret(32), "x" * 31)
+    assert "spaces" in refused(r.secret(12), "a secret with spaces")
+    assert r.secret(32)("") == ""
+
+
+def test_the_ray_pin_must_be_a_new_enough_version_string():
+    rule = r.version_at_least("2.47.0", "RLinf")
+    assert "older than 2.47.0" in refused(rule, "2.46.0")
+    assert "X.Y.Z" in refused(rule, 2.6)
+    assert rule("2.60.0") == "2.60.0"
