@@ -260,12 +260,12 @@ VARS = (
     Var("rlinf_cluster", {}, r.any_mapping, "run", "a mapping (the block under cluster:)"),
     Var("validate_inventory_show", True, r.boolean, "run", _BOOL),
     Var("cluster_plan_path", None, r.optional_controller_path, "run", "a path on the controller"),
-    Var("cluster_report_path", None, r.optional_controller_path, "cluster", "a path on the controller"),
+    Var("cluster_report_path", "", r.optional_controller_path, "cluster", "a path on the controller"),
     # Controller directories (the defaults are computed from the playbook's location)
-    Var("rlinf_artifacts_dir", None, r.optional_controller_path, "cluster", "a directory on the controller"),
-    Var("python_env_wheelhouse_dir", None, r.optional_controller_path, "cluster", "a directory on the controller"),
-    Var("ray_auth_controller_token_file", None, r.optional_controller_path, "cluster", "a path on the controller"),
-    Var("code_sync_wheel_dir", None, r.optional_controller_path, "cluster", "a directory on the controller"),
+    Var("rlinf_artifacts_dir", "", r.optional_controller_path, "cluster", "a directory on the controller"),
+    Var("python_env_wheelhouse_dir", "", r.optional_controller_path, "cluster", "a directory on the controller"),
+    Var("ray_auth_controller_token_file", "", r.optional_controller_path, "cluster", "a path on the controller"),
+    Var("code_sync_wheel_dir", "", r.optional_controller_path, "cluster", "a directory on the controller"),
     # launch.yml and remove-node.yml
     Var("rlinf_entry", "", r.text(), "run", "one line: the command launch.yml runs on the head"),
     Var("node", "", r.text(), "run", "an inventory host name (remove-node.yml)"),

@@ -1,0 +1,52 @@
+"""The schema's defaults are the roles' defaults: one value, written in two places, kept equal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from ansible_collections.rlinf.cluster.plugins.module_utils.schema import BY_NAME, TOPOLOGY_VARS
+
+ROOT = Path(__file__).resolve().parents[2]
+# Settings of one run (-e), read by the playbooks, that no role has a default for.
+RUN_ONLY = {"teardown_purge", "teardown_confirm", "node", "rlinf_entry", "cluster_plan_path"}
+# Host variables whose absence means "derived" (no default anywhere).
+HOST_ONLY = {"easytier_ipv4"}
+
+
+def role_defaults() -> dict[str, dict]:
+    found: dict[str, dict] = {}
+    for path in sorted(ROOT.glob("roles/*/defaults/main.yml")):
+        for name, value in (yaml.safe_load(path.read_text()) or {}).items():
+            found.setdefault(name, {})[path.parts[-3]] = value
+    return found
+
+
+def test_every_schema_default_equals_the_role_default():
+    defaults = role_defaults()
+    wrong, missing = [], []
+    for name, var in BY_NAME.items():
+        if name in RUN_ONLY | HOST_ONLY:
+            continue
+        if name not in defaults:
+            missing.append(name)
+            continue
+        for role, value in defaults[name].items():
+            computed = isinstance(value, str) and "{{" in value
+            if var.default is None and computed:
+                continue  # computed on the controller (the plan computes the same place)
+            if value != var.default:
+                wrong.append(f"{name}: schema {var.default!r}, roles/{role} {value!r}")
+    assert not missing, f"no role default for {missing}"
+    assert not wrong, wrong
+
+
+def test_every_role_default_a_user_sets_is_in_the_schema():
+    internal = ("validate_inventory_purpose", "validate_inventory_write", "preflight_purpose", "preflight_deferred_devices")
+    unknown = [
+        name
+        for name in role_defaults()
+        if name not in BY_NAME and name not in TOPOLOGY_VARS and not name.startswith(internal)
+    ]
+    assert not unknown, f"role defaults the schema does not check: {unknown}"
