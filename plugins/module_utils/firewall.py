@@ -73,7 +73,7 @@ def node_port_problems(node: Mapping) -> list[str]:
 def _single_ports(node: Mapping) -> dict:
     """The ports this node listens on by name (the head's GCS, dashboard and client ports included)."""
     ports = node["ports"]
-    wanted = list(NODE_PORTS) + (list(HEAD_PORTS) + [CLIENT_PORT_VAR] if node["role"] == "head" else [])
+    wanted = [*NODE_PORTS, *HEAD_PORTS, CLIENT_PORT_VAR] if node["role"] == "head" else list(NODE_PORTS)
     return {var: ports[var] for var in wanted if var in ports}
 
 
@@ -104,8 +104,8 @@ def port_problems(nodes: Sequence[Mapping]) -> list[str]:
             for port, holder in owner.items():
                 if holder != node["name"] and low <= port <= high:
                     problems.append(
-                        f"hosts {holder}, {node['name']}: port {port} of {holder} lies in {node['name']}'s worker range "
-                        f"{low}-{high} on machine {machine}; move one of them."
+                        f"hosts {holder}, {node['name']}: port {port} of {holder} lies in {node['name']}'s worker "
+                        f"range {low}-{high} on machine {machine}; move one of them."
                     )
     return problems
 

@@ -15,6 +15,7 @@ Python 3.9+, standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -142,8 +143,6 @@ def remove_tree_files(root, files):
     for current, _dirs, _names in os.walk(root, topdown=False):
         if os.path.islink(current):
             continue
-        try:
+        with contextlib.suppress(OSError):
             os.rmdir(current)
-        except OSError:
-            pass
     return removed, not os.path.lexists(root)

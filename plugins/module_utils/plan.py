@@ -581,8 +581,8 @@ def resolve_address(node: Mapping, probe: Mapping) -> tuple[str, str, str, str |
                 source,
                 "",
                 (
-                    f"ray_node_ip={ip} is not an address of any interface of this host ({_listing(interfaces)}); Ray and "
-                    "the collectives bind local addresses: set it to one of them, or leave it empty."
+                    f"ray_node_ip={ip} is not an address of any interface of this host ({_listing(interfaces)}); "
+                    "Ray and the collectives bind local addresses: set it to one of them, or leave it empty."
                 ),
             )
         return ip, source, node["device"] or dev, None
@@ -596,8 +596,8 @@ def resolve_address(node: Mapping, probe: Mapping) -> tuple[str, str, str, str |
                 source,
                 dev,
                 (
-                    f"rlinf_comm_net_device={dev} does not exist here (interfaces: {_listing(interfaces)}); set it to one of "
-                    "them, or leave it empty for the default route's NIC."
+                    f"rlinf_comm_net_device={dev} does not exist here (interfaces: {_listing(interfaces)}); set it "
+                    "to one of them, or leave it empty for the default route's NIC."
                 ),
             )
         if not interfaces[dev]:

@@ -549,7 +549,8 @@ def env_value(value):
     result = ("1" if value else "0") if isinstance(value, bool) else str(value)
     if re.search(r"['\\\n\r\x00$`]", result) or _CONTROL.search(result):
         raise Bad(
-            "holds a quote, backslash, '$', backtick or control character, which systemd and the shell read differently",
+            "holds a quote, backslash, '$', backtick or control character, which systemd and the shell read "
+            "differently",
             "use a plain value",
         )
     return result

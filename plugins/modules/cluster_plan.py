@@ -77,7 +77,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 plan:
-  description: The plan - C(order) (names in rank order), C(cluster) (settings of the whole cluster), C(nodes) (by name).
+  description:
+    - The plan - C(order) (names in rank order), C(cluster) (settings of the whole cluster), C(nodes) (by name).
   returned: success
   type: dict
 table:

@@ -51,7 +51,8 @@ options:
     description: This node's record of the plan's decisions (address, rank, unit).
     type: path
   port:
-    description: A TCP port (the head's GCS port) to report as busy when a process listens on it while O(unit) is not active.
+    description:
+      - A TCP port (the head's GCS port) to report as busy when a process listens on it while O(unit) is not active.
     type: int
 notes:
   - Needs C(ip) (iproute2) for the network part.

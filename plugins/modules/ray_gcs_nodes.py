@@ -50,7 +50,9 @@ options:
         description: The host's Ray temp dir (C(ray_temp_dir)); tells apart several Ray nodes on one IP.
         type: str
       resources:
-        description: Not used here; accepted so the plan's expected nodes (which M(rlinf.cluster.ray_cluster_check) reads) pass as they are.
+        description:
+          - Not used here; accepted so the plan's expected nodes (which M(rlinf.cluster.ray_cluster_check) reads)
+            pass as they are.
         type: dict
       env:
         description: Not used here; accepted so the plan's expected nodes pass as they are.

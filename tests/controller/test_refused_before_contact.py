@@ -140,8 +140,17 @@ def runs(tmp_path_factory, listener):
 def test_the_corpus_covers_every_class():
     assert len(CORPUS) >= 60
     variables = {case["var"] for case in CORPUS}
-    for needed in ("rlinf_venv_dir", "ray_node_unit_name", "firewall_table", "ray_port", "ray_node_ip",
-                   "python_env_extra_packages", "rlinf_env_vars", "ray_auth_token", "easytier_network_secret"):
+    for needed in (
+        "rlinf_venv_dir",
+        "ray_node_unit_name",
+        "firewall_table",
+        "ray_port",
+        "ray_node_ip",
+        "python_env_extra_packages",
+        "rlinf_env_vars",
+        "ray_auth_token",
+        "easytier_network_secret",
+    ):
         assert needed in variables
 
 

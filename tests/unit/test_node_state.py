@@ -35,7 +35,12 @@ class FakeModule:
 def test_interfaces_addresses_and_the_default_route_come_from_ip():
     module = FakeModule({"ip -o link": IP_LINK, "ip -o -4": IP_ADDR, "ip -4 route": ROUTE})
     interfaces, default = mod.network(module)
-    assert interfaces == {"lo": ["127.0.0.1"], "eth0": ["10.89.77.10"], "eth1": ["10.89.99.10", "10.89.99.20"], "et0": []}
+    assert interfaces == {
+        "lo": ["127.0.0.1"],
+        "eth0": ["10.89.77.10"],
+        "eth1": ["10.89.99.10", "10.89.99.20"],
+        "et0": [],
+    }
     assert default == {"device": "eth0", "address": "10.89.77.10"}
 
 
@@ -70,7 +75,12 @@ def test_a_path_is_ours_when_recorded_or_marked(tmp_path):
     assert mod.path_info(str(marked), set())["ours"]
     assert not mod.path_info(str(foreign), set())["ours"]
     assert mod.path_info(str(venv), set())["is_venv"]
-    assert mod.path_info(str(tmp_path / "none"), set()) == {"path": str(tmp_path / "none"), "exists": False, "kind": "none", "ours": False}
+    assert mod.path_info(str(tmp_path / "none"), set()) == {
+        "path": str(tmp_path / "none"),
+        "exists": False,
+        "kind": "none",
+        "ours": False,
+    }
 
 
 def test_a_record_and_a_manifest_are_read_back(tmp_path):

@@ -109,10 +109,21 @@ def test_purge_removes_what_was_recorded_and_keeps_what_was_not(tree):
     (tree["root"] / "units" / "other.service").write_text("mine")
     result = run({"manifest": tree["manifest"], "state": "absent"})
     assert result["changed"]
-    for gone in (tree["env"], tree["unit"], tree["token"], tree["manifest"], str(venv / "bin"), str(venv / "lib" / "pkg" / "mod.py")):
+    for gone in (
+        tree["env"],
+        tree["unit"],
+        tree["token"],
+        tree["manifest"],
+        str(venv / "bin"),
+        str(venv / "lib" / "pkg" / "mod.py"),
+    ):
         assert not os.path.lexists(gone), gone
     assert not os.path.exists(str(venv / "lib" / "pkg" / "__pycache__"))
-    for kept in (venv / "lib" / "pkg" / "notes.txt", tree["root"] / "etc" / "user.conf", tree["root"] / "units" / "other.service"):
+    for kept in (
+        venv / "lib" / "pkg" / "notes.txt",
+        tree["root"] / "etc" / "user.conf",
+        tree["root"] / "units" / "other.service",
+    ):
         assert kept.read_text() == "mine"
     assert str(venv) in result["kept"] and str(tree["root"] / "etc") in result["kept"]
 

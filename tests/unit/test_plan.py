@@ -106,7 +106,10 @@ def test_settings_of_one_node_that_collide_are_refused(extra, phrase):
 
 
 def test_launch_and_remove_node_need_their_run_settings():
-    assert any("rlinf_entry is empty" in s for s in problems_of(lambda: P.static_plan(GROUPS, hostvars(), {"purpose": "launch"})))
+    assert any(
+        "rlinf_entry is empty" in s
+        for s in problems_of(lambda: P.static_plan(GROUPS, hostvars(), {"purpose": "launch"}))
+    )
     found = problems_of(lambda: P.static_plan(GROUPS, hostvars(h={"node": "h"}), {"purpose": "remove-node"}))
     assert any("is the Ray head" in s for s in found)
 
@@ -145,7 +148,11 @@ def test_a_data_nic_gives_its_own_address_everywhere():
     ("hv", "node_probe", "phrase"),
     [
         ({"rlinf_comm_net_device": "eth9"}, probe("10.0.0.2"), "does not exist here"),
-        ({"rlinf_comm_net_device": "eth1"}, probe("10.0.0.2", interfaces={"eth0": ["10.0.0.2"], "eth1": []}), "no IPv4"),
+        (
+            {"rlinf_comm_net_device": "eth1"},
+            probe("10.0.0.2", interfaces={"eth0": ["10.0.0.2"], "eth1": []}),
+            "no IPv4",
+        ),
         ({"ray_node_ip": "10.7.7.7"}, probe("10.0.0.2"), "not an address of any interface"),
         ({}, probe("10.0.0.2", default_route={}), "no default route"),
         ({}, probe("127.0.1.1", device="lo2"), "other nodes cannot reach"),
@@ -196,7 +203,10 @@ def test_a_busy_head_port_is_refused():
 
 
 def test_status_reads_the_addresses_the_records_keep():
-    recorded = {n: probe("10.0.0.9", record={"ip": f"192.0.2.{i}", "comm_device": "eth1"}) for i, n in enumerate(["h", "w1", "w2"])}
+    recorded = {
+        n: probe("10.0.0.9", record={"ip": f"192.0.2.{i}", "comm_device": "eth1"})
+        for i, n in enumerate(["h", "w1", "w2"])
+    }
     plan = resolved(found=recorded, purpose="status")
     assert [e["ip"] for e in plan["expected_nodes"]] == ["192.0.2.0", "192.0.2.1", "192.0.2.2"]
     assert plan["cluster"]["head_address"] == "192.0.2.0:6379"

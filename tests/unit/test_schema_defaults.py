@@ -43,7 +43,12 @@ def test_every_schema_default_equals_the_role_default():
 
 
 def test_every_role_default_a_user_sets_is_in_the_schema():
-    internal = ("validate_inventory_purpose", "validate_inventory_write", "preflight_purpose", "preflight_deferred_devices")
+    internal = (
+        "validate_inventory_purpose",
+        "validate_inventory_write",
+        "preflight_purpose",
+        "preflight_deferred_devices",
+    )
     unknown = [
         name
         for name in role_defaults()
