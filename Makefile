@@ -63,6 +63,8 @@ lint: venv
 	$(BIN)/ruff format --check .
 	$(BIN)/ansible-lint
 	$(BIN)/antsibull-docs lint-collection-docs --plugin-docs .
+	$(BIN)/antsibull-changelog lint
+	$(BIN)/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
 
 unit: venv
 	$(BIN)/pytest -m "not lab and not package" -q

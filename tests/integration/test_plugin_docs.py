@@ -183,6 +183,8 @@ def test_plugin_renders_with_ansible_doc(kind, name):
     doc = entry["doc"]
     assert doc.get("short_description"), f"{fqcn}: no short_description"
     assert doc.get("description"), f"{fqcn}: no description"
+    # antsibull-changelog lists a plugin under the release its version_added names.
+    assert doc.get("version_added"), f"{fqcn}: no version_added (the release that adds it)"
     if kind in RETURNS:
         assert entry.get("examples", "").strip(), f"{fqcn}: no EXAMPLES"
         assert entry.get("return"), f"{fqcn}: no RETURN"
