@@ -65,6 +65,8 @@ lint: venv
 	$(BIN)/antsibull-docs lint-collection-docs --plugin-docs .
 	$(BIN)/antsibull-changelog lint
 	$(BIN)/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
+	$(BIN)/ansible-builder create --file execution-environment.yml --context artifacts/ee-context
+	$(BIN)/ansible-navigator settings --effective --mode stdout --ee false > /dev/null
 
 unit: venv
 	$(BIN)/pytest -m "not lab and not package" -q

@@ -9,6 +9,9 @@ import tarfile
 from pathlib import Path, PurePosixPath
 
 import pytest
+import yaml
+from ansible_builder._target_scripts.introspect import EXCLUDE_REQUIREMENTS
+from packaging.requirements import Requirement
 
 pytestmark = pytest.mark.package
 
@@ -107,16 +110,22 @@ def test_artifact_holds_the_collection_and_no_checkout_machine_or_secret_file(ar
     assert "Apache License" in contents["LICENSE"] and "Version 2.0, January 2004" in contents["LICENSE"]
 
 
-def test_built_collection_installs_and_runs_validate_outside_the_checkout(artifact, tmp_path):
-    installed = tmp_path / "installed"
-    # From tmp_path: in the checkout, its ansible.cfg would show the collection as installed.
+@pytest.fixture(scope="module")
+def installed(artifact, tmp_path_factory) -> Path:
+    """A collections path with the artifact installed, outside the checkout."""
+    where = tmp_path_factory.mktemp("installed")
+    # From there: in the checkout, its ansible.cfg would show the collection as installed.
     subprocess.run(
-        [BIN / "ansible-galaxy", "collection", "install", "--force", "--no-deps", "-p", installed, artifact],
-        cwd=tmp_path,
+        [BIN / "ansible-galaxy", "collection", "install", "--force", "--no-deps", "-p", where, artifact],
+        cwd=where,
         capture_output=True,
         text=True,
         check=True,
     )
+    return where
+
+
+def test_built_collection_installs_and_runs_validate_outside_the_checkout(installed, tmp_path):
     collection = installed / "ansible_collections" / "rlinf" / "cluster"
     assert (collection / "roles" / "ray_node" / "tasks" / "main.yml").is_file()
     assert not (collection / "collections").exists(), "the checkout's self-symlink must not be packed"
@@ -143,3 +152,24 @@ def test_built_collection_installs_and_runs_validate_outside_the_checkout(artifa
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "num_nodes" in run.stdout
+
+
+def _requirement_lines(path: Path) -> list[str]:
+    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_an_execution_environment_that_installs_the_collection_gets_its_controller_needs(installed):
+    """ansible-builder reads meta/execution-environment.yml of the installed collection:
+    every Python and system requirement it names reaches the EE's build (except those
+    ansible-builder leaves to the base image, such as PyYAML)."""
+    run = subprocess.run(
+        [BIN / "ansible-builder", "introspect", installed], capture_output=True, text=True, cwd=installed
+    )
+    assert run.returncode == 0, run.stderr
+    found = yaml.safe_load(run.stdout)
+    tag = "  # from collection rlinf.cluster"
+    python = _requirement_lines(ROOT / "meta" / "ee-requirements.txt")
+    wanted = [req for req in python if Requirement(req).name.lower() not in EXCLUDE_REQUIREMENTS]
+    assert wanted, "the collection names no Python requirement ansible-builder passes on"
+    assert found["python"] == [req + tag for req in wanted]
+    assert found["system"] == [req + tag for req in _requirement_lines(ROOT / "meta" / "ee-bindep.txt")]
