@@ -196,7 +196,7 @@ missing:
   type: list
   elements: str
 extra:
-  description: ALIVE Ray nodes that match no expected host (same fields as O(nodes), name null).
+  description: ALIVE Ray nodes that match no expected host (same fields as RV(nodes), name null).
   returned: always
   type: list
   elements: dict

@@ -1,34 +1,131 @@
-"""`ansible-galaxy collection build` makes an artifact that works without the checkout."""
+"""`ansible-galaxy collection build` makes an artifact that holds the collection only and
+works without the checkout. Controller only: no lab hosts."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
+import tarfile
+from pathlib import Path, PurePosixPath
+
+import pytest
+import yaml
+from ansible_builder._target_scripts.introspect import EXCLUDE_REQUIREMENTS
+from packaging.requirements import Requirement
+
+pytestmark = pytest.mark.package
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
+# What an installed collection is made of (galaxy.yml `manifest:`). Anything else at the
+# top of the artifact is a file of the checkout that leaked.
+TOP_LEVEL = {
+    "CHANGELOG.md",
+    "FILES.json",
+    "LICENSE",
+    "MANIFEST.json",
+    "README.md",
+    "changelogs",
+    "docs",
+    "inventories",
+    "meta",
+    "playbooks",
+    "plugins",
+    "requirements.yml",
+    "roles",
+}
+# Of the checkout, never in the artifact: the lab, the tests, CI, bench, the dev tooling.
+CHECKOUT_ONLY = {
+    ".ci",
+    ".lab",
+    ".venv",
+    "Makefile",
+    "ansible.cfg",
+    "artifacts",
+    "bench",
+    "collections",
+    "galaxy.yml",
+    "lab",
+    "molecule",
+    "pyproject.toml",
+    "requirements",
+    "tests",
+}
+# Directories a user of the installed collection needs whole: every file the checkout has
+# there must be packed (a new role file or plugin that the manifest misses fails here).
+SHIPPED_WHOLE = ["roles", "plugins", "playbooks", "meta", "docs", "inventories/sample"]
+SHIPPED_FILES = ["README.md", "LICENSE", "CHANGELOG.md", "changelogs/changelog.yaml"]
+# Text that marks a machine's secret or a path of this machine in a file.
+SECRET_MARKERS = ["PRIVATE KEY", "ansible_ssh_private_key_file", str(ROOT)]
 
-def test_built_collection_installs_and_runs_validate_outside_the_checkout(tmp_path):
+
+def _checkout_files(directory: str) -> set[str]:
+    return {
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / directory).rglob("*")
+        if path.is_file()
+        and "__pycache__" not in path.parts
+        and not any(part.startswith(".") for part in path.relative_to(ROOT).parts)
+        and path.suffix != ".pyc"
+    }
+
+
+@pytest.fixture(scope="module")
+def artifact(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("build")
     build = subprocess.run(
-        [BIN / "ansible-galaxy", "collection", "build", "--output-path", tmp_path, ROOT],
+        [BIN / "ansible-galaxy", "collection", "build", "--output-path", out, ROOT],
         capture_output=True,
         text=True,
-        check=True,
     )
-    artifact = next(tmp_path.glob("rlinf-cluster-*.tar.gz"))
-    assert "Created collection" in build.stdout
+    assert build.returncode == 0, build.stdout + build.stderr
+    (path,) = out.glob("rlinf-cluster-*.tar.gz")
+    return path
 
-    installed = tmp_path / "installed"
-    # From tmp_path: in the checkout, its ansible.cfg would show the collection as installed.
+
+def test_artifact_holds_the_collection_and_no_checkout_machine_or_secret_file(artifact):
+    with tarfile.open(artifact) as tar:
+        members = {m.name.removeprefix("./"): m for m in tar.getmembers()}
+        files = {name for name, m in members.items() if m.isfile()}
+        contents = {name: tar.extractfile(members[name]).read().decode(errors="replace") for name in files}
+
+    top = {PurePosixPath(name).parts[0] for name in members}
+    assert top <= TOP_LEVEL, f"not part of the collection: {sorted(top - TOP_LEVEL)}"
+    assert not top & CHECKOUT_ONLY
+    hidden = sorted(n for n in members if any(p.startswith(".") for p in PurePosixPath(n).parts))
+    assert not hidden, f"dotfiles packed: {hidden}"
+    inventories = {PurePosixPath(n).parts[1] for n in members if n.startswith("inventories/")}
+    assert inventories == {"sample"}, "only the sample inventory ships (inventories/lab is this machine's)"
+    assert not [n for n in members if "__pycache__" in n or n.endswith(".pyc")]
+    for name, text in contents.items():
+        for marker in SECRET_MARKERS:
+            assert marker not in text, f"{name} holds {marker!r}"
+
+    needed = set(SHIPPED_FILES).union(*(_checkout_files(d) for d in SHIPPED_WHOLE))
+    assert needed - files == set(), f"missing from the artifact: {sorted(needed - files)}"
+    # The parts a user needs are really there, not only matched by the directory walk.
+    assert {"roles/ray_node/tasks/main.yml", "playbooks/site.yml", "meta/runtime.yml"} <= files
+    assert any(n.startswith("plugins/modules/") for n in files)
+    assert "Apache License" in contents["LICENSE"] and "Version 2.0, January 2004" in contents["LICENSE"]
+
+
+@pytest.fixture(scope="module")
+def installed(artifact, tmp_path_factory) -> Path:
+    """A collections path with the artifact installed, outside the checkout."""
+    where = tmp_path_factory.mktemp("installed")
+    # From there: in the checkout, its ansible.cfg would show the collection as installed.
     subprocess.run(
-        [BIN / "ansible-galaxy", "collection", "install", "--force", "--no-deps", "-p", installed, artifact],
-        cwd=tmp_path,
+        [BIN / "ansible-galaxy", "collection", "install", "--force", "--no-deps", "-p", where, artifact],
+        cwd=where,
         capture_output=True,
         text=True,
         check=True,
     )
+    return where
+
+
+def test_built_collection_installs_and_runs_validate_outside_the_checkout(installed, tmp_path):
     collection = installed / "ansible_collections" / "rlinf" / "cluster"
     assert (collection / "roles" / "ray_node" / "tasks" / "main.yml").is_file()
     assert not (collection / "collections").exists(), "the checkout's self-symlink must not be packed"
@@ -47,7 +144,7 @@ def test_built_collection_installs_and_runs_validate_outside_the_checkout(tmp_pa
     )
     assert doc.returncode == 0 and "expected_nodes" in doc.stdout, doc.stderr
     run = subprocess.run(
-        [BIN / "ansible-playbook", "rlinf.cluster.validate", "-i", ROOT / "inventories" / "sample"],
+        [BIN / "ansible-playbook", "rlinf.cluster.validate", "-i", collection / "inventories" / "sample"],
         cwd=workdir,
         env=env,
         capture_output=True,
@@ -55,3 +152,24 @@ def test_built_collection_installs_and_runs_validate_outside_the_checkout(tmp_pa
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "num_nodes" in run.stdout
+
+
+def _requirement_lines(path: Path) -> list[str]:
+    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_an_execution_environment_that_installs_the_collection_gets_its_controller_needs(installed):
+    """ansible-builder reads meta/execution-environment.yml of the installed collection:
+    every Python and system requirement it names reaches the EE's build (except those
+    ansible-builder leaves to the base image, such as PyYAML)."""
+    run = subprocess.run(
+        [BIN / "ansible-builder", "introspect", installed], capture_output=True, text=True, cwd=installed
+    )
+    assert run.returncode == 0, run.stderr
+    found = yaml.safe_load(run.stdout)
+    tag = "  # from collection rlinf.cluster"
+    python = _requirement_lines(ROOT / "meta" / "ee-requirements.txt")
+    wanted = [req for req in python if Requirement(req).name.lower() not in EXCLUDE_REQUIREMENTS]
+    assert wanted, "the collection names no Python requirement ansible-builder passes on"
+    assert found["python"] == [req + tag for req in wanted]
+    assert found["system"] == [req + tag for req in _requirement_lines(ROOT / "meta" / "ee-bindep.txt")]
