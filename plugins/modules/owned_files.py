@@ -32,6 +32,7 @@ attributes:
     support: full
     description: Shows the change of every file of O(files); never of O(secret_files).
   platform:
+    support: full
     platforms: posix
     description: Runs on the node.
 options:
