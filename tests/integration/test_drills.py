@@ -116,7 +116,7 @@ def test_host_unreachable_mid_run_is_named_and_the_others_finish(tmp_path, hosts
         assert f"{lost_name}: failed or became unreachable during this run" in said, run.stdout[-3000:]
         assert f"Make {lost_name} reachable" in said and "then re-run site.yml" in said
         # The other hosts ran to the end: Ray started on both, the check ran on the head.
-        start = "Start Ray, or restart it when its unit, environment or venv changed"
+        start = "Start Ray, or restart it when its files, venv or head changed"
         assert start in reached_by.get(head_name, []) and start in reached_by.get(other_name, [])
         assert "Check the Ray cluster against the inventory" not in reached_by.get(lost_name, [])
         for address in (head, other):
