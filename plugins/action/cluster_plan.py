@@ -7,35 +7,19 @@ from __future__ import annotations
 import json
 import os
 
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.rlinf.cluster.plugins.module_utils import plan
-from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, report
+from ansible_collections.rlinf.cluster.plugins.module_utils.action_specs import CLUSTER_PLAN
+from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, report, sentences
 from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import cluster_block_yaml
 from ansible_collections.rlinf.cluster.plugins.module_utils.topology import rank_table
-
-ARGUMENT_SPEC = {
-    "stage": {"type": "str", "choices": ["static", "resolve"], "default": "static"},
-    "purpose": {"type": "str", "choices": list(plan.PURPOSES), "default": "site"},
-    "plan": {"type": "dict"},
-    "probe_var": {"type": "str", "default": "rlinf_probe"},
-    "write": {"type": "bool", "default": False},
-}
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.controller_action import ControllerAction
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = CLUSTER_PLAN
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            return {"failed": True, "msg": "; ".join(validation.error_messages)}
-        args = validation.validated_parameters
-        task_vars = task_vars or {}
+    def act(self, args, task_vars):
+        result = {}
         try:
             if args["stage"] == "static":
                 context = {"playbook_dir": task_vars.get("playbook_dir"), "purpose": args["purpose"]}
@@ -48,7 +32,11 @@ class ActionModule(ActionBase):
             total = len(task_vars.get("groups", {}).get("ray_head", [])) + len(
                 task_vars.get("groups", {}).get("ray_workers", [])
             )
-            return {"failed": True, "msg": report(err.problems, err.stage, total), "problems": err.problems}
+            return {
+                "failed": True,
+                "msg": report(err.problems, err.stage, total),
+                "problems": sentences(err.problems, total),
+            }
         except Exception as err:  # never a traceback: a bug here is still one readable sentence
             return {
                 "failed": True,

@@ -8,32 +8,15 @@ import datetime
 import json
 import os
 
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.plugins.action import ActionBase
-
+from ansible_collections.rlinf.cluster.plugins.module_utils.action_specs import CLUSTER_REPORT
 from ansible_collections.rlinf.cluster.plugins.module_utils.cluster_report import build, table
-
-ARGUMENT_SPEC = {
-    "check": {"type": "dict", "required": True},
-    "expected_nodes": {"type": "list", "elements": "dict", "required": True},
-    "address": {"type": "str", "required": True},
-    "path": {"type": "path", "required": True},
-    "manifest_var": {"type": "str", "default": "ray_check_manifest"},
-}
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.controller_action import ControllerAction
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = CLUSTER_REPORT
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            return {"failed": True, "msg": "; ".join(validation.error_messages)}
-        args = validation.validated_parameters
-        task_vars = task_vars or {}
+    def act(self, args, task_vars):
         hostvars = task_vars.get("hostvars") or {}
         manifests = {}
         for node in args["expected_nodes"]:
@@ -54,5 +37,4 @@ class ActionModule(ActionBase):
             handle.write("\n")
         os.replace(f"{path}.tmp", path)
         # A controller artifact whose timestamp changes every run, not a change to any node.
-        result.update(changed=False, report=report, table=table(report), path=path)
-        return result
+        return {"changed": False, "report": report, "table": table(report), "path": path}

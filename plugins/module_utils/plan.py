@@ -48,8 +48,6 @@ UNIT_DIR = "/etc/systemd/system"
 PROJECT_DIRS = ("/etc/rlinf", "/opt/rlinf")
 BOOTSTRAP_GROUP = "easytier_bootstrap"
 MIN_PYTHON = (3, 10)
-# Parts of the plan a record keeps; a change to one of them shows in the record's digest.
-PURPOSES = ("validate", "site", "status", "teardown", "purge", "launch", "remove-node")
 
 
 # Stage 1 -------------------------------------------------------------------------------

@@ -24,16 +24,8 @@ description:
 version_added: 0.2.0
 author:
   - rlinf-ansible maintainers
-attributes:
-  check_mode:
-    support: full
-    description: Computes the same plan in check mode.
-  diff_mode:
-    support: none
-    description: Nothing to diff.
-  action:
-    support: full
-    description: Runs on the controller.
+extends_documentation_fragment:
+  - rlinf.cluster.attributes.controller
 options:
   stage:
     description: C(static) (before contact) or C(resolve) (after the probe).
@@ -96,21 +88,11 @@ problems:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.rlinf.cluster.plugins.module_utils.action_specs import CLUSTER_PLAN, refuse_on_a_node  # noqa: E402
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec={
-            "stage": {"type": "str", "choices": ["static", "resolve"], "default": "static"},
-            "purpose": {"type": "str", "default": "site"},
-            "plan": {"type": "dict"},
-            "probe_var": {"type": "str", "default": "rlinf_probe"},
-            "write": {"type": "bool", "default": False},
-        },
-        supports_check_mode=True,
-    )
-    module.fail_json(msg="rlinf.cluster.cluster_plan runs on the controller as an action plugin, never on a node.")
+    refuse_on_a_node("cluster_plan", CLUSTER_PLAN)
 
 
 if __name__ == "__main__":

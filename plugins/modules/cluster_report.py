@@ -17,16 +17,8 @@ description:
 version_added: 0.2.0
 author:
   - rlinf-ansible maintainers
-attributes:
-  check_mode:
-    support: full
-    description: Writes the report in check mode too (it describes the cluster, it changes nothing on a node).
-  diff_mode:
-    support: none
-    description: Nothing to diff.
-  action:
-    support: full
-    description: Runs on the controller.
+extends_documentation_fragment:
+  - rlinf.cluster.attributes.controller
 options:
   check:
     description: The registered result of M(rlinf.cluster.ray_cluster_check) (a failed one included).
@@ -78,21 +70,11 @@ path:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.rlinf.cluster.plugins.module_utils.action_specs import CLUSTER_REPORT, refuse_on_a_node  # noqa: E402
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec={
-            "check": {"type": "dict", "required": True},
-            "expected_nodes": {"type": "list", "elements": "dict", "required": True},
-            "address": {"type": "str", "required": True},
-            "path": {"type": "path", "required": True},
-            "manifest_var": {"type": "str", "default": "ray_check_manifest"},
-        },
-        supports_check_mode=True,
-    )
-    module.fail_json(msg="rlinf.cluster.cluster_report runs on the controller as an action plugin, never on a node.")
+    refuse_on_a_node("cluster_report", CLUSTER_REPORT)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ def node_state(hosts):
     head = next(iter(hosts.values()))
     ids = {ip: n["node_id"] for ip, n in wait_for_alive(head, len(hosts)).items()}
     files = {
-        name: ssh(address, f"sha256sum {WATCHED}; /opt/rlinf/venv/bin/python -c 'import ray; print(ray.__version__)'").stdout
+        name: ssh(
+            address, f"sha256sum {WATCHED}; /opt/rlinf/venv/bin/python -c 'import ray; print(ray.__version__)'"
+        ).stdout
         for name, address in hosts.items()
     }
     return ids, files

@@ -25,7 +25,7 @@ WORDS = [
     "trailing\\",
     ";",
     "semi;colon",
-    "--resources={\"franka\":1}",
+    '--resources={"franka":1}',
     "",
 ]
 DUMP = "import json, sys; open('/run/rlinf-quoting.json', 'w').write(json.dumps(sys.argv[1:]))"

@@ -13,7 +13,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils import render
     ("word", "written"),
     [
         ("plain/path-1.2", "plain/path-1.2"),
-        ("--resources={\"a\":1}", '"--resources={\\"a\\":1}"'),
+        ('--resources={"a":1}', '"--resources={\\"a\\":1}"'),
         ("100%", '"100%%"'),
         ("$HOME", '"$$HOME"'),
         ("a b", '"a b"'),
