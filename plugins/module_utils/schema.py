@@ -352,6 +352,8 @@ TOPOLOGY_VARS = (
     "rlinf_node_groups",
     "rlinf_gpus_per_node",
     "rlinf_cuda_visible_devices",
+    "rlinf_gpu_isolated",
+    "rlinf_accelerator_type",
 )
 
 BY_NAME = {var.name: var for var in VARS + EASYTIER_VARS}
