@@ -1,6 +1,6 @@
 """ray_readiness built as a real AnsibleModule: its documentation, and the failures it reports
 before any Ray node is involved. The collectives themselves run on the lab
-(tests/integration/test_readiness.py); their logic is tested in test_readiness.py."""
+(tests/integration/test_readiness.py); their logic in test_readiness_logic.py."""
 
 from __future__ import annotations
 
