@@ -5,8 +5,10 @@ before any Ray node is involved. The collectives themselves run on the lab
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
+import yaml
 from ansible.module_utils.testing import patch_module_args
 from module_docs import assert_read_only_module_documented
 from module_results import FailJson
@@ -78,3 +80,26 @@ def test_the_probe_tcp_check_confirms_every_byte():
     results = {r["to"]: r for r in probe.connect("127.0.0.1", peers, 2, 3 << 20)}
     assert results["me"]["ok"] and results["me"]["bytes"] == 3 << 20 and results["me"]["transfer_s"] > 0
     assert not results["nobody"]["ok"] and "ConnectionRefusedError" in results["nobody"]["error"]
+
+
+def test_role_defaults_match_its_argument_spec_and_the_module():
+    root = Path(__file__).resolve().parents[2]
+    defaults = yaml.safe_load((root / "roles/readiness/defaults/main.yml").read_text())
+    spec = yaml.safe_load((root / "roles/readiness/meta/argument_specs.yml").read_text())["argument_specs"]["main"]
+    assert set(spec["options"]) == set(defaults)
+    for name, option in spec["options"].items():
+        assert option["default"] == defaults[name], name
+    with patch_module_args({"address": "1.2.3.4:6379", "expected_nodes": []}):
+        module_spec = mod.build_module().argument_spec
+    for name in (
+        "timeout",
+        "connect_timeout",
+        "sizes",
+        "iterations",
+        "nccl",
+        "rlinf_attach",
+        "rlinf_timeout",
+        "num_nodes",
+    ):
+        assert defaults[f"readiness_{name}"] == module_spec[name]["default"], name
+    assert spec["options"]["readiness_rlinf_attach"]["choices"] == module_spec["rlinf_attach"]["choices"]
