@@ -762,7 +762,9 @@ class Readiness:
             gpus = {name for name, node in matched.items() if float(node["resources"].get("GPU") or 0) >= 1}
 
         actors = self.start_actors(ray, affinity, expected, matched, gpus)
-        facts_wait = max(5.0, min(0.5 * self.params["timeout"], self.remaining(deadline) - self.reserve()))
+        # Starting an actor imports torch there (seconds on a loaded host): all the budget but
+        # the TCP check's share and a minimal group timeout.
+        facts_wait = max(5.0, self.remaining(deadline) - self.reserve() - 5)
         facts, errors = self.gather(ray, {n: a.facts.remote(list(ENV_KEYS)) for n, a in actors.items()}, facts_wait)
         res["actors_s"] = round(self.clock() - self.started, 2)
         for name, error in errors.items():

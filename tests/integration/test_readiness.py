@@ -33,7 +33,8 @@ TORCH_PACKAGES = ["torch==2.13.0+cpu", "numpy==2.4.6", "omegaconf==2.4.0"]
 NO_DEPS_PACKAGES = ["rlinf==0.3.0"]
 # What leaves the venvs again (the dependencies pip added for torch stay: harmless).
 REMOVED = "rlinf torch numpy omegaconf"
-TIMEOUT = 30
+# The role's default: starting the actors (torch imported) alone took up to 17 s on this loaded machine.
+TIMEOUT = 60
 RLINF_TIMEOUT = 60
 DRILL_TABLE = "rlinf_readiness_drill"
 SSH_PORT = 22
@@ -144,7 +145,7 @@ def test_ready_with_torch_and_rlinf(torch_lab, tmp_path, hosts):
     assert report["ok"] is True and ready["ok"] is True, ready["problems"]
     assert ready["mode"] == "torch" and ready["backends"] == ["gloo"]
     assert ready["torch"] == "2.13.0+cpu"
-    assert ready["groups"]["gloo"]["ok"] and ready["groups"]["gloo"]["members"] == list(hosts)
+    assert ready["groups"]["gloo"]["ok"] and ready["groups"]["gloo"]["members"] == list(hosts), ready["problems"]
     assert ready["groups"]["gloo"]["master"] == next(iter(hosts.values()))
     for node in ready["nodes"]:
         # RLinf's copy: RLINF_COMM_NET_DEVICES=eth0 from the env file, GLOO_SOCKET_IFNAME unset there.
@@ -179,7 +180,7 @@ def test_rlinf_waiting_for_a_node_that_never_comes_is_ended_and_named(torch_lab,
     )
     assert run.rc != 0, run.stdout[-4000:]
     ready = report["readiness"]
-    assert ready["groups"]["gloo"]["ok"] is True, ready["problems"]
+    assert "gloo" in ready["groups"] and ready["groups"]["gloo"]["ok"] is True, ready["problems"]
     rlinf = ready["rlinf"]
     assert rlinf["state"] == "timeout" and not rlinf["ok"], rlinf
     assert hang <= rlinf["wall_s"] < hang + 10, rlinf
@@ -208,7 +209,7 @@ def test_a_worker_cut_off_from_its_peers_fails_readiness_only(torch_lab, tmp_pat
     # Bounded: the collectives within their timeout, RLinf's attach within its own.
     assert ready["elapsed_s"] < TIMEOUT + RLINF_TIMEOUT, ready["elapsed_s"]
     assert elapsed < TIMEOUT + RLINF_TIMEOUT + 90, elapsed
-    assert ready["groups"]["gloo"]["ok"] is False
+    assert "gloo" in ready["groups"] and ready["groups"]["gloo"]["ok"] is False, ready["problems"]
     # The TCP check names the worker and what it cannot reach, over which interface.
     assert ready["tcp"]["ran"] and ready["tcp"]["broken"] == [worker], ready["tcp"]
     failed = [(p["from"], p["to"]) for p in ready["tcp"]["pairs"] if not p["ok"]]
