@@ -429,6 +429,9 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         "num_nodes": len(order),
         "ray_version": head_reader["rlinf_ray_version"],
         "requirements": _requirements(head_reader),
+        # Installed without their declared dependencies (pip --no-deps); the venv must hold both sets.
+        "no_deps_requirements": head_reader["python_env_no_deps_packages"],
+        "pip_extra_args": head_reader["python_env_pip_extra_args"],
         "index_url": head_reader["python_env_index_url"],
         "auth": head_reader["ray_auth_enabled"],
         "overlay": overlay_on,
@@ -911,6 +914,7 @@ def expected_nodes(plan: Mapping) -> list[dict]:
         env = {}
         if node.get("comm_device"):
             env["RLINF_COMM_NET_DEVICES"] = node["comm_device"]
+            entry["comm_device"] = node["comm_device"]
         env["RAY_AUTH_MODE"] = "token" if plan["cluster"]["auth"] else "disabled"
         entry["env"] = env
         out.append(entry)

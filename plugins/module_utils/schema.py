@@ -88,6 +88,20 @@ VARS = (
         "cluster",
         "a list of name==version, one requirement per item, no pip option or URL",
     ),
+    Var(
+        "python_env_no_deps_packages",
+        [],
+        r.list_of(r.requirement, "requirements"),
+        "cluster",
+        "a list of name==version, one requirement per item, no pip option or URL",
+    ),
+    Var(
+        "python_env_pip_extra_args",
+        [],
+        r.list_of(r.pip_option, "pip options"),
+        "cluster",
+        "a list of pip options (--flag[=value]); none that changes where pip looks",
+    ),
     Var("python_env_ray_extras", ["default"], r.list_of(r.extra_name, "extras"), "cluster", "a list of extra names"),
     Var("python_env_index_url", "", r.url, "cluster", "empty, or an http(s) index URL the nodes reach"),
     Var("python_env_node_wheelhouse_dir", "/opt/rlinf/wheelhouse", r.node_path, "node", _NODE_PATH),
@@ -269,6 +283,22 @@ VARS = (
     # launch.yml and remove-node.yml
     Var("rlinf_entry", "", r.text(), "run", "one line: the command launch.yml runs on the head"),
     Var("node", "", r.text(), "run", "an inventory host name (remove-node.yml)"),
+    # The readiness check (-e rlinf_readiness=true)
+    Var("rlinf_readiness", False, r.boolean, "run", _BOOL),
+    Var("readiness_timeout", 60, r.integer(1), "cluster", "seconds, >= 1"),
+    Var("readiness_connect_timeout", 5, r.number(above=0), "cluster", "seconds, > 0"),
+    Var(
+        "readiness_sizes",
+        [1024, 1048576, 16777216],
+        r.list_of(r.integer(1), "sizes"),
+        "cluster",
+        "a list of byte counts >= 1",
+    ),
+    Var("readiness_iterations", 5, r.integer(1), "cluster", "a whole number >= 1"),
+    Var("readiness_nccl", True, r.boolean, "cluster", _BOOL),
+    Var("readiness_rlinf_attach", "auto", r.choice("auto", "always", "never"), "cluster", "auto, always or never"),
+    Var("readiness_rlinf_timeout", 60, r.integer(1), "cluster", "seconds, >= 1"),
+    Var("readiness_num_nodes", 0, r.integer(0), "cluster", "0 (every node) or a count"),
     # Teardown
     Var("teardown_purge", False, r.boolean, "run", _BOOL),
     Var("teardown_confirm", "", r.text(), "run", "'yes' skips the prompt"),

@@ -329,7 +329,6 @@ def test_state_field_without_alive_key():
             [{"name": "a", "rank": 0, "ip": "1.1.1.1"}, {"name": "b", "rank": 0, "ip": "1.1.1.2"}],
             "share rank",
         ),
-        ([{"name": "a", "rank": 0, "ip": ""}], "no IP is known"),
         ([{"name": "a", "rank": "x", "ip": "1.1.1.1"}], "not a whole number"),
         ([{"name": "a", "rank": 0, "ip": "1.1.1.1", "resources": {"GPU": "many"}}], "ray_num_gpus"),
         ([{"name": "a", "rank": 0, "ip": "1.1.1.1", "resources": {"robot": -1}}], "ray_resources"),
@@ -443,3 +442,12 @@ def test_killed_raylet_alone_is_named_with_host_and_rank():
     result = run(expected(), nodes, probes)
     (problem,) = result["problems"]
     assert problem.startswith("host 'w2' (rank 2, 10.0.0.12): a task pinned to this node failed")
+
+
+def test_a_node_without_a_known_address_is_missing_and_the_others_are_checked():
+    nodes = expected()
+    nodes[2]["ip"] = ""
+    result = run(nodes, cluster(), probes_for(cluster()))
+    assert result["missing"] == ["w2"] and not result["ok"]
+    assert any("no record of it under /etc/rlinf/state" in p for p in result["problems"])
+    assert [n["state"] for n in result["nodes"][:2]] == ["ALIVE", "ALIVE"]
