@@ -5,7 +5,7 @@ rotation restarts the cluster in order. Leaves the lab healthy on the controller
 from __future__ import annotations
 
 import pytest
-from conftest import CONTROLLER_TOKEN, NODE_ENV, probe_cluster, run_playbook, ssh, wait_for_alive
+from lab_helpers import CONTROLLER_TOKEN, NODE_ENV, probe_cluster, run_playbook, ssh, wait_for_alive
 
 pytestmark = pytest.mark.lab
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import lab_hosts, run_playbook, write_inventory
+from lab_helpers import lab_hosts, run_playbook, write_inventory
 
 pytestmark = pytest.mark.lab
 

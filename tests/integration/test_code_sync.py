@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import (
+from lab_helpers import (
     DATA,
     NODE_ENV,
     SSH_OPTS,

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import (
+from lab_helpers import (
     NODE_ENV,
     lab_container,
     probe_cluster,

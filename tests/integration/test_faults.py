@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import (
+from lab_helpers import (
     probe_cluster,
     repaired_by_site,
     run_playbook,

@@ -10,7 +10,7 @@ import socket
 import time
 
 import pytest
-from conftest import run_playbook, ssh, wait_for_alive, write_inventory
+from lab_helpers import run_playbook, ssh, wait_for_alive, write_inventory
 
 pytestmark = pytest.mark.lab
 

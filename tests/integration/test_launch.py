@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import lab_hosts, run_playbook, ssh
+from lab_helpers import lab_hosts, run_playbook, ssh
 
 pytestmark = pytest.mark.lab
 

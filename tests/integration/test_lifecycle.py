@@ -6,7 +6,7 @@ The tests run in file order and share the lab: each one leaves the cluster up fo
 from __future__ import annotations
 
 import pytest
-from conftest import fake_checkout, probe_cluster, ray_processes, run_playbook, ssh, wait_for_alive
+from lab_helpers import fake_checkout, probe_cluster, ray_processes, run_playbook, ssh, wait_for_alive
 
 pytestmark = pytest.mark.lab
 

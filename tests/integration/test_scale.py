@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, lab_hosts, run_playbook, ssh, wait_for_alive
+from lab_helpers import ROOT, lab_hosts, run_playbook, ssh, wait_for_alive
 
 pytestmark = pytest.mark.lab
 

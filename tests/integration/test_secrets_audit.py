@@ -9,7 +9,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import CONTROLLER_TOKEN, ROOT, run_playbook, ssh
+from lab_helpers import CONTROLLER_TOKEN, ROOT, run_playbook, ssh
 from secret_audit import controller_files_holding, controller_processes_holding, node_audit, node_leaks
 
 pytestmark = pytest.mark.lab

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import LAB_INVENTORY, ROOT, lab_hosts, run_playbook, write_inventory
+from lab_helpers import LAB_INVENTORY, ROOT, lab_hosts, run_playbook, write_inventory
 
 pytestmark = pytest.mark.lab
 
