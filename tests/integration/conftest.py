@@ -1,12 +1,38 @@
-"""Fixtures of the tests that drive the real playbooks against the podman lab (helpers: lab_helpers.py)."""
+"""Fixtures of the tests that drive the real playbooks against the podman lab (helpers: lab_helpers.py).
+
+Every test module sets up the cluster it needs through these fixtures, so any module runs
+alone and in any order: ``cluster`` checks the lab cheaply before each test and runs
+site.yml only when a test before it left the cluster broken, stopped or changed.
+"""
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from lab_helpers import lab_hosts
+from lab_helpers import cluster_problems, lab_hosts, run_playbook
 
 
 @pytest.fixture(scope="module")
 def hosts() -> dict[str, str]:
     """The lab hosts, name -> address, in rank order."""
     return lab_hosts()
+
+
+@pytest.fixture
+def cluster(hosts, tmp_path_factory) -> dict[str, str]:
+    """The lab hosts (as ``hosts``) running the cluster site.yml makes from the lab inventory:
+    checked, and repaired by one site.yml run when it is not that cluster."""
+    problems = cluster_problems(hosts)
+    if not problems:
+        return hosts
+    run = run_playbook("site.yml", tmp_path_factory.mktemp("repair"))
+    if run.rc != 0:
+        pytest.fail(f"site.yml could not repair the lab ({'; '.join(problems)}):\n{run.stdout[-3000:]}")
+    # Workers restarted after the head may need a few seconds to run tasks again.
+    deadline = time.monotonic() + 90
+    while problems := cluster_problems(hosts):
+        if time.monotonic() > deadline:
+            pytest.fail(f"the lab is still not the lab inventory's cluster after site.yml: {'; '.join(problems)}")
+        time.sleep(3)
+    return hosts

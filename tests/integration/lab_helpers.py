@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import ansible_runner
@@ -162,6 +163,38 @@ def wait_for_alive(head_address: str, count: int, timeout: float = 90) -> dict[s
             return nodes
         time.sleep(2)
     raise AssertionError(f"expected {count} ALIVE nodes within {timeout}s, saw {sorted(nodes)}")
+
+
+# What a test may leave on a node that site.yml with the lab inventory removes: the opt-in firewall.
+LEFTOVERS = ("/etc/rlinf/firewall.nft", "/etc/systemd/system/rlinf-firewall.service")
+
+
+def cluster_problems(hosts: dict[str, str]) -> list[str]:
+    """How the lab differs from the cluster site.yml makes from the lab inventory (empty when
+    it does not): every host ALIVE, its Ray workers reading its rank and the default
+    environment, no firewall left, the controller's token present. One probe and
+    one SSH per host, a few seconds."""
+    problems = []
+    if not CONTROLLER_TOKEN.exists():
+        problems.append(f"the controller's token {CONTROLLER_TOKEN} is missing")
+    with ThreadPoolExecutor(len(hosts)) as pool:
+        found = pool.map(lambda a: ssh(a, f"ls {' '.join(LEFTOVERS)} 2>/dev/null", check=False).stdout, hosts.values())
+        for name, left in zip(hosts, found, strict=True):
+            if left.strip():
+                problems.append(f"{name} still has {left.split()}")
+    head = next(iter(hosts.values()))
+    try:
+        nodes = probe_cluster(head)
+    except (AssertionError, ValueError, IndexError) as err:
+        return [*problems, f"no Ray cluster answers at {head}: {str(err)[-500:]}"]
+    want = {
+        ip: {"RLINF_NODE_RANK": str(rank), "RLINF_RAY_HEAD_ADDRESS": f"{head}:6379"}
+        for rank, ip in enumerate(hosts.values())
+    }
+    seen = {ip: node["env"] for ip, node in nodes.items()}
+    if seen != want:
+        problems.append(f"the Ray workers read {seen}, the lab inventory gives {want}")
+    return problems
 
 
 def ray_processes(address: str) -> list[str]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from lab_helpers import CONTROLLER_TOKEN, NODE_ENV, probe_cluster, run_playbook, ssh, wait_for_alive
 
-pytestmark = pytest.mark.lab
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 CONNECT = '/opt/rlinf/venv/bin/python -c \'import ray; ray.init(address="{head}:6379"); print("connected")\''
 

@@ -23,7 +23,8 @@ from lab_helpers import (
     wait_for_alive,
 )
 
-pytestmark = pytest.mark.lab
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 VENV_PY = "/opt/rlinf/venv/bin/python"
 RECORDS = "/opt/rlinf/code-sync-checkouts"

@@ -12,7 +12,8 @@ import pytest
 from lab_helpers import CONTROLLER_TOKEN, ROOT, run_playbook, ssh
 from secret_audit import controller_files_holding, controller_processes_holding, node_audit, node_leaks
 
-pytestmark = pytest.mark.lab
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 NODE_TOKEN = "/etc/rlinf/ray-auth-token"
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from lab_helpers import LAB_INVENTORY, ROOT, lab_hosts, run_playbook, write_inventory
 
-pytestmark = pytest.mark.lab
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 
 def run_status(tmp_path: Path, inventory: Path = LAB_INVENTORY, **extravars):
