@@ -7,6 +7,8 @@ whatever the lab is.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from lab_helpers import fake_checkout, probe_cluster, ray_processes, run_playbook, ssh, wait_for_alive
 
@@ -42,7 +44,12 @@ def test_site_brings_up_every_node_with_its_inventory_rank(tmp_path, hosts, head
     assert run.rc == 0, run.stdout[-3000:]
     nodes = wait_for_alive(head, len(hosts))
     assert_ranks_follow_inventory(nodes, hosts)
-    assert "rank" in run.stdout and all(name in run.stdout for name in hosts)
+    # The run ends with the check's table: one row per host with its rank, address and state.
+    for rank, (name, address) in enumerate(hosts.items()):
+        row = rf"\b{rank}\s+{re.escape(name)}\s+{re.escape(address)}\s+ALIVE\b"
+        assert re.search(row, run.stdout), run.stdout[-3000:]
+    summary = f"OK: {len(hosts)}/{len(hosts)} nodes ALIVE at {head}:6379, ranks 0-{len(hosts) - 1} match the inventory"
+    assert summary in " ".join(run.stdout.split()), run.stdout[-3000:]
 
 
 def test_second_run_changes_nothing_and_restarts_nothing(tmp_path, cluster, hosts, head):
