@@ -116,8 +116,18 @@ def _gpus_expected(groups):
     return [(name, 1, "at least 4 (ray_num_gpus"), (name, 1, "custom resource 'robot'")]
 
 
+def _nic_expected(groups):
+    # The lab's nodes run with no RLINF_COMM_NET_DEVICES (no NIC set); this copy names one.
+    workers = groups["ray_workers"]["hosts"]
+    name = next(iter(workers))
+    workers[name]["rlinf_comm_net_device"] = "eth0"
+    return [(name, 1, "read RLINF_COMM_NET_DEVICES=None but the inventory expects 'eth0'")]
+
+
 @pytest.mark.parametrize(
-    "mismatch", [_swap_worker_ranks, _drop_last_worker, _ghost_worker, _gpus_expected], ids=lambda f: f.__name__
+    "mismatch",
+    [_swap_worker_ranks, _drop_last_worker, _ghost_worker, _gpus_expected, _nic_expected],
+    ids=lambda f: f.__name__,
 )
 def test_status_fails_naming_host_and_rank_when_the_inventory_does_not_match(tmp_path, mismatch):
     """The cluster stays as it is; a copy of the inventory disagrees with it."""
