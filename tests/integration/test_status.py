@@ -133,7 +133,10 @@ def test_status_fails_naming_host_and_rank_when_the_inventory_does_not_match(tmp
     """The cluster stays as it is; a copy of the inventory disagrees with it."""
     expectations = []
     inventory = write_inventory(tmp_path, lambda groups: expectations.extend(mismatch(groups)))
-    run, report = run_status(tmp_path, inventory, ray_check_timeout=5)
+    # The check's timeout also bounds the task pinned to each node: on a loaded machine (2 cores,
+    # load 18 here) a first task takes more than 5 s, and a node whose task timed out is never
+    # compared, so its mismatch would go unseen.
+    run, report = run_status(tmp_path, inventory, ray_check_timeout=20)
     stdout = run.stdout
     assert run.rc != 0, stdout[-4000:]
     assert not run.changed(), run.stats
