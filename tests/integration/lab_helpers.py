@@ -177,15 +177,21 @@ def cluster_problems(hosts: dict[str, str]) -> list[str]:
     problems = []
     if not CONTROLLER_TOKEN.exists():
         problems.append(f"the controller's token {CONTROLLER_TOKEN} is missing")
+    # First the unit's state: a driver started while the head is down waits for it (minutes).
+    state = f"systemctl is-active rlinf-ray; ls {' '.join(LEFTOVERS)} 2>/dev/null"
     with ThreadPoolExecutor(len(hosts)) as pool:
-        found = pool.map(lambda a: ssh(a, f"ls {' '.join(LEFTOVERS)} 2>/dev/null", check=False).stdout, hosts.values())
-        for name, left in zip(hosts, found, strict=True):
-            if left.strip():
-                problems.append(f"{name} still has {left.split()}")
+        found = pool.map(lambda a: ssh(a, state, check=False).stdout.split() or ["unreachable"], hosts.values())
+        for name, (active, *left) in zip(hosts, found, strict=True):
+            if active != "active":
+                problems.append(f"rlinf-ray is {active} on {name}")
+            if left:
+                problems.append(f"{name} still has {left}")
+    if any(p.startswith("rlinf-ray is ") for p in problems):
+        return problems
     head = next(iter(hosts.values()))
     try:
         nodes = probe_cluster(head)
-    except (AssertionError, ValueError, IndexError) as err:
+    except (AssertionError, ValueError, IndexError, subprocess.TimeoutExpired) as err:
         return [*problems, f"no Ray cluster answers at {head}: {str(err)[-500:]}"]
     want = {
         ip: {"RLINF_NODE_RANK": str(rank), "RLINF_RAY_HEAD_ADDRESS": f"{head}:6379"}
