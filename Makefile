@@ -1,6 +1,6 @@
 # Two commands for a fresh Debian 12 machine, as root:
 #   make lab    controller venv + lab hosts + site.yml + printed cluster status
-#   make test   the whole suite (lint, unit, package, lab integration, molecule)
+#   make test   the whole suite (lint, unit, controller, lab integration, molecule)
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -12,14 +12,14 @@ INVENTORY ?= inventories/lab
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv lock host image lab-up lab lab-down status teardown test lint unit package test-lab molecule bench clean
+.PHONY: help venv lock host image lab-up lab lab-down status teardown test lint unit controller test-lab molecule bench clean
 
 help:
 	@echo "make lab        build the controller venv and the $(LAB_NODES)-node lab, run site.yml, print status"
-	@echo "make test       lint + unit tests + package tests + lab integration tests + molecule"
+	@echo "make test       lint + unit + controller + lab integration tests + molecule"
 	@echo "make lab-down   remove the lab (containers, network, key, generated inventory)"
-	@echo "make unit       fast tests, no hosts needed"
-	@echo "make package    build the collection artifact, render every plugin's docs (no hosts)"
+	@echo "make unit       fast tests of pure logic, no hosts, no playbooks"
+	@echo "make controller playbooks and tools run on the controller alone (the built artifact, docs, the refusals), no hosts"
 
 $(BIN)/.installed: requirements/controller.txt requirements/test.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -69,18 +69,18 @@ lint: venv
 	$(BIN)/ansible-navigator settings --effective --mode stdout --ee false > /dev/null
 
 unit: venv
-	$(BIN)/pytest -m "not lab and not package" -q
+	$(BIN)/pytest -q tests/unit
 
-package: venv
-	$(BIN)/pytest -m package -q
+controller: venv
+	$(BIN)/pytest -q tests/controller
 
 test-lab: lab-up
-	$(BIN)/pytest -m lab -q
+	$(BIN)/pytest -m lab -q tests/integration
 
 molecule: image venv
 	bash molecule/run-scenarios.sh
 
-test: lint unit package test-lab molecule
+test: lint unit controller test-lab molecule
 
 bench: image venv
 	$(BIN)/python bench/bringup.py

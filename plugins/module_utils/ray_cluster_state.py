@@ -267,11 +267,6 @@ def match_nodes(
     }
 
 
-def membership_complete(expected: Sequence[Mapping], raw_nodes: Iterable[Mapping]) -> bool:
-    """True when every expected IP has an ALIVE node (the poll loop's stop condition)."""
-    return not match_nodes(expected, raw_nodes)["missing"]
-
-
 # --------------------------------------------------------------------------- evaluation
 
 

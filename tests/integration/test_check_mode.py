@@ -4,9 +4,9 @@ after a change it shows the diff, names the nodes Ray would restart, and still c
 from __future__ import annotations
 
 import pytest
-from conftest import probe_cluster, run_playbook, ssh, wait_for_alive
+from lab_helpers import probe_cluster, run_playbook, ssh, wait_for_alive
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 WATCHED = "/etc/rlinf/rlinf.env /etc/systemd/system/rlinf-ray.service /etc/rlinf/state/rlinf-ray.json"
 

@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import (
+from lab_helpers import (
     DATA,
     NODE_ENV,
     SSH_OPTS,
@@ -23,7 +23,8 @@ from conftest import (
     wait_for_alive,
 )
 
-pytestmark = pytest.mark.lab
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 VENV_PY = "/opt/rlinf/venv/bin/python"
 RECORDS = "/opt/rlinf/code-sync-checkouts"

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import (
+from lab_helpers import (
     NODE_ENV,
     lab_container,
     probe_cluster,
@@ -23,7 +23,8 @@ from conftest import (
 )
 from secret_audit import controller_files_holding, node_audit, node_leaks
 
-pytestmark = pytest.mark.lab
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 VENV_PYTHON = "/opt/rlinf/venv/bin/python"
 

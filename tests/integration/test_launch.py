@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import lab_hosts, run_playbook, ssh
+from lab_helpers import lab_hosts, run_playbook, ssh
 
-pytestmark = pytest.mark.lab
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 DATA = Path(__file__).parent / "data"
 VENV_PY = "/opt/rlinf/venv/bin/python"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ssh
+from lab_helpers import ssh
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.render import systemd_line
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 UNIT = "rlinf-quoting-test"
 WORDS = [

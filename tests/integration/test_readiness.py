@@ -13,7 +13,7 @@ import json
 import time
 
 import pytest
-from conftest import LAB_INVENTORY, run_playbook, ssh, write_inventory
+from lab_helpers import LAB_INVENTORY, run_playbook, ssh, write_inventory
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.firewall import (
     DEFAULT_CLIENT_PORT,

@@ -13,9 +13,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, lab_hosts, run_playbook, ssh, wait_for_alive
+from lab_helpers import ROOT, lab_hosts, run_playbook, ssh, wait_for_alive
 
-pytestmark = pytest.mark.lab
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 
 def lab_env(hosts: dict[str, str]) -> dict[str, str]:

@@ -9,10 +9,11 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import CONTROLLER_TOKEN, ROOT, run_playbook, ssh
+from lab_helpers import CONTROLLER_TOKEN, ROOT, run_playbook, ssh
 from secret_audit import controller_files_holding, controller_processes_holding, node_audit, node_leaks
 
-pytestmark = pytest.mark.lab
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 NODE_TOKEN = "/etc/rlinf/ray-auth-token"
 

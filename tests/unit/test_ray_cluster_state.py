@@ -10,7 +10,6 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state im
     evaluate,
     format_amount,
     match_nodes,
-    membership_complete,
     normalize_expected,
     short_python_version,
 )
@@ -306,12 +305,11 @@ def test_every_problem_is_listed_not_only_the_first():
     assert result["summary"].endswith(f"{len(result['problems'])} problems")
 
 
-def test_membership_complete_and_matching():
+def test_matching_names_the_missing_host():
     nodes, _ = healthy()
     exp = expected()
-    assert membership_complete(exp, nodes)
-    assert not membership_complete(exp, nodes[1:])
-    assert match_nodes(exp, nodes[1:])["missing"][0]["name"] == "head"
+    assert match_nodes(exp, nodes)["missing"] == []
+    assert [m["name"] for m in match_nodes(exp, nodes[1:])["missing"]] == ["head"]
 
 
 def test_state_field_without_alive_key():
@@ -400,7 +398,6 @@ def test_shared_machine_with_one_node_down_names_the_right_host():
     nodes = [raw_node("10.0.0.10", "n0", head=True), raw_node("10.0.0.11", "nb", temp_dir="/tmp/ray-b")]
     probes = {"n0": probe(0), "nb": probe(2)}
     exp = shared_machine_expected()
-    assert not membership_complete(exp, nodes)
     result = run(exp, nodes, probes)
     assert result["missing"] == ["a"]
     (problem,) = result["problems"]

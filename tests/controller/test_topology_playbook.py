@@ -92,6 +92,8 @@ cluster:
     env: {node_group: edge, placement: 0-0}
 """
 
+VALIDATION_ONLY = ("--limit", "edge-1", "--tags", "none-but-always")
+
 BAD_CONFIG = CONFIG.replace("placement: 0-3", "placement: 0-4").replace("node_ranks: 1", "node_ranks: [1]")
 
 
@@ -138,6 +140,8 @@ def runs(tmp_path_factory):
             base / "bad_config", GOOD, "-e", f"rlinf_config={bad_config}", "-e", "rlinf_ray_version=2.46.0"
         ),
         "site_limit": _Run(base / "site_limit", BAD_RANKS, "--limit", "w2", playbook=ROOT / "site.yml"),
+        # Only the validation play (tagged always) runs; the play holds edge-1 alone.
+        "site_limit_ranks": _Run(base / "site_limit_ranks", GOOD, *VALIDATION_ONLY, playbook=ROOT / "site.yml"),
         "sample": _Run(
             base / "sample",
             ROOT / "inventories" / "sample",
@@ -183,6 +187,16 @@ def test_site_validates_the_whole_inventory_under_limit_without_connecting(runs)
     assert result.returncode == 2, out + result.stderr
     assert "unreachable=0" in out  # no connection was attempted
     assert "hosts head, w1: they share rlinf_node_rank=1" in out
+
+
+def test_limit_leaves_ranks_as_the_whole_inventory_gives_them(runs):
+    # --limit edge-1: the play has one host, the rank table is still the whole inventory's.
+    result = runs["site_limit_ranks"]
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "0     head    192.0.2.10  head    cloud  4" in out
+    assert "1     edge-1  192.0.2.11  worker  edge   0" in out
+    assert "unreachable=0" in out
 
 
 def test_sample_inventory_validates_and_prints_its_cluster_block(runs):
