@@ -197,9 +197,11 @@ def cluster_problems(hosts: dict[str, str]) -> list[str]:
         ip: {"RLINF_NODE_RANK": str(rank), "RLINF_RAY_HEAD_ADDRESS": f"{head}:6379"}
         for rank, ip in enumerate(hosts.values())
     }
-    seen = {ip: node["env"] for ip, node in nodes.items()}
-    if seen != want:
-        problems.append(f"the Ray workers read {seen}, the lab inventory gives {want}")
+    # RLINF_COMM_NET_DEVICES is always there: the NIC of the node's address (eth0 in the lab).
+    seen = {ip: {k: v for k, v in node["env"].items() if k != "RLINF_COMM_NET_DEVICES"} for ip, node in nodes.items()}
+    nics = {ip: node["env"].get("RLINF_COMM_NET_DEVICES") for ip, node in nodes.items()}
+    if seen != want or not all(nics.values()):
+        problems.append(f"the Ray workers read {seen} (NICs {nics}), the lab inventory gives {want}")
     return problems
 
 
