@@ -442,9 +442,15 @@ def test_killed_raylet_alone_is_named_with_host_and_rank():
 
 
 def test_a_node_without_a_known_address_is_missing_and_the_others_are_checked():
-    nodes = expected()
-    nodes[2]["ip"] = ""
-    result = run(nodes, cluster(), probes_for(cluster()))
+    exp = normalize_expected(
+        [
+            {"name": "head", "rank": 0, "ip": "10.0.0.10"},
+            {"name": "w1", "rank": 1, "ip": "10.0.0.11"},
+            {"name": "w2", "rank": 2, "ip": ""},
+        ]
+    )
+    nodes, probes = healthy()
+    result = run(exp, nodes[:2], probes)
     assert result["missing"] == ["w2"] and not result["ok"]
     assert any("no record of it under /etc/rlinf/state" in p for p in result["problems"])
     assert [n["state"] for n in result["nodes"][:2]] == ["ALIVE", "ALIVE"]
