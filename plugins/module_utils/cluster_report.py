@@ -50,7 +50,7 @@ def build(
         "address": address,
         "ok": str(summary).startswith("OK"),
         "summary": summary,
-        "problems": list(check.get("problems") or [check.get("msg") or "the check did not run"]),
+        "problems": list(check["problems"]) if "problems" in check else [check.get("msg") or "the check did not run"],
         "missing": list(check.get("missing") or []),
         "extra": list(check.get("extra") or []),
         "totals": dict(check.get("totals") or {}),

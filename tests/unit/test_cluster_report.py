@@ -52,3 +52,9 @@ def test_the_table_has_a_row_per_node_extra_nodes_then_the_verdict():
     assert lines[2].split() == ["1", "w1", "10.0.0.2", "UNKNOWN", "0", "0", "-", "-", "-"]
     assert lines[3].split()[:3] == ["5", "(not", "in"]
     assert lines[-2:] == ["FAILED: 1/2 expected nodes ALIVE", "- host 'w1' (rank 1): no ALIVE Ray node with this IP"]
+
+
+def test_a_passing_check_has_no_problems():
+    ok = {"summary": "OK: 2/2 nodes ALIVE", "problems": [], "nodes": []}
+    report = build(ok, EXPECTED, {}, "head", "10.0.0.1:6379", "t")
+    assert report["ok"] and report["problems"] == []
