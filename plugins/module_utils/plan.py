@@ -765,7 +765,8 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
             record = probe.get("record") or {}
             entry["ip"] = record.get("ip", "")
             entry["ip_source"] = "record" if record else "none"
-            entry["comm_device"] = record.get("comm_device", "")
+            # What the inventory names now wins, so status shows a NIC changed but not yet applied.
+            entry["comm_device"] = node["device"] or record.get("comm_device", "")
             entry["deployed"] = bool(record)
             resolved[name] = entry
             continue

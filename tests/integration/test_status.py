@@ -102,10 +102,12 @@ def _ghost_worker(groups):
         "ray_port": 6390,
         "ray_temp_dir": "/tmp/ray-ghost",
         "rlinf_env_file": "/etc/rlinf/rlinf-ghost.env",
+        "rlinf_env_profile_script": "/etc/profile.d/rlinf-ghost.sh",
         "ray_node_unit_name": "rlinf-ray-ghost",
         "rlinf_gpus_per_node": 0,
     }
-    return [("rlinf-lab-ghost", rank, "no ALIVE Ray node of its own"), ("rlinf-lab-ghost", rank, f"'{first}'")]
+    # site.yml never brought it up: it keeps no record of a Ray address to look for.
+    return [("rlinf-lab-ghost", rank, "its Ray address is unknown"), ("rlinf-lab-ghost", rank, "run site.yml")]
 
 
 def _gpus_expected(groups):
@@ -117,11 +119,12 @@ def _gpus_expected(groups):
 
 
 def _nic_expected(groups):
-    # The lab's nodes run with no RLINF_COMM_NET_DEVICES (no NIC set); this copy names one.
+    # The lab's nodes run with RLINF_COMM_NET_DEVICES=eth0 (the NIC of their address); this
+    # copy names another, not yet applied by site.yml.
     workers = groups["ray_workers"]["hosts"]
     name = next(iter(workers))
-    workers[name]["rlinf_comm_net_device"] = "eth0"
-    return [(name, 1, "read RLINF_COMM_NET_DEVICES=None but the inventory expects 'eth0'")]
+    workers[name]["rlinf_comm_net_device"] = "eth9"
+    return [(name, 1, "read RLINF_COMM_NET_DEVICES='eth0' but the inventory expects 'eth9'")]
 
 
 @pytest.mark.parametrize(
