@@ -372,11 +372,15 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         raise PlanError(problems)
     nodes: dict[str, dict] = {}
     machine_owner: dict[str, str] = {}
+    # Ray nodes of one machine share its venv (when they name the same one): the first by rank
+    # installs it, so two pip runs never write one venv at once.
+    venv_owner: dict[tuple, str] = {}
     for topo_node in topo:
         name = topo_node["name"]
         reader = readers[name]
         role = topo_node["role"]
         machine_owner.setdefault(topo_node["machine"], name)
+        venv_owner.setdefault((topo_node["machine"], reader["rlinf_venv_dir"]), name)
         node = {
             "name": name,
             "rank": topo_node["rank"],
@@ -384,6 +388,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
             "address": topo_node["address"],
             "machine": topo_node["machine"],
             "machine_owner": machine_owner[topo_node["machine"]] == name,
+            "installs_venv": venv_owner[(topo_node["machine"], reader["rlinf_venv_dir"])] == name,
             "node_groups": topo_node["node_groups"],
             "node_group": topo_node["node_group"],
             "gpus": topo_node["gpus"],
