@@ -1,5 +1,7 @@
-"""Every module as ansible-doc shows it, the read-only fragment merged: full check mode, no
-diff mode, the options its DOCUMENTATION declares. One ansible-doc run for all modules."""
+"""Every module as ansible-doc shows it, its fragments merged: full check mode; no diff mode
+for a module that only reads (the read-only or controller fragment), full diff mode for one
+that writes; the options its DOCUMENTATION and its fragments declare. One ansible-doc run
+for all modules."""
 
 from __future__ import annotations
 
@@ -33,11 +35,25 @@ def shown() -> dict:
     return json.loads(proc.stdout)
 
 
+READS_ONLY = {"rlinf.cluster.attributes.read_only", "rlinf.cluster.attributes.controller"}
+
+
+def _fragment_options(fqcn: str) -> set[str]:
+    collection_fragment = fqcn.removeprefix("rlinf.cluster.")
+    source, _, attr = collection_fragment.partition(".")
+    module = importlib.import_module(f"ansible_collections.rlinf.cluster.plugins.doc_fragments.{source}")
+    text = getattr(module.ModuleDocFragment, (attr or "documentation").upper())
+    return set(yaml.safe_load(text).get("options") or {})
+
+
 @pytest.mark.parametrize("name", MODULES)
-def test_ansible_doc_shows_a_read_only_module(shown, name):
+def test_ansible_doc_shows_the_module_as_declared(shown, name):
     doc = shown[f"rlinf.cluster.{name}"]["doc"]
-    assert doc["attributes"]["check_mode"]["support"] == "full"
-    assert doc["attributes"]["diff_mode"]["support"] == "none"
     module = importlib.import_module(f"ansible_collections.rlinf.cluster.plugins.modules.{name}")
     declared = yaml.safe_load(module.DOCUMENTATION)
-    assert set(doc["options"]) == set(declared["options"])
+    fragments = declared.get("extends_documentation_fragment") or []
+    assert doc["attributes"]["check_mode"]["support"] == "full"
+    reads_only = bool(READS_ONLY & set(fragments))
+    assert doc["attributes"]["diff_mode"]["support"] == ("none" if reads_only else "full")
+    options = set(declared["options"]).union(*(_fragment_options(f) for f in fragments))
+    assert set(doc["options"]) == options
