@@ -8,7 +8,14 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 LAB_NODES ?= 3
-INVENTORY ?= inventories/lab
+# The lab's flavour (lab/lab.py): Debian release, SSH user (root, or a user with sudo),
+# 1 or 2 NICs. Another LAB_NAME (with its own LAB_SUBNET) is a second lab beside the default.
+LAB_NAME ?= rlinf-lab
+LAB_DISTRO ?= bookworm
+LAB_SSH_USER ?= root
+LAB_NICS ?= 1
+export LAB_NAME LAB_DISTRO LAB_SSH_USER LAB_NICS
+INVENTORY ?= $(if $(filter rlinf-lab,$(LAB_NAME)),inventories/lab,.lab/$(LAB_NAME)/inventory)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
@@ -16,8 +23,9 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 help:
 	@echo "make lab        build the controller venv and the $(LAB_NODES)-node lab, run site.yml, print status"
+	@echo "                (LAB_DISTRO=bullseye|bookworm|trixie, LAB_SSH_USER=ops, LAB_NICS=2, LAB_NODES=N)"
 	@echo "make test       lint + unit tests + lab integration tests + molecule"
-	@echo "make lab-down   remove the lab (containers, network, key, generated inventory)"
+	@echo "make lab-down   remove the lab (containers, networks, key, generated inventory)"
 	@echo "make unit       fast tests, no hosts needed"
 
 $(BIN)/.installed: requirements/controller.txt requirements/test.txt
@@ -68,7 +76,9 @@ unit: venv
 test-lab: lab-up
 	$(BIN)/pytest -m lab -q
 
-molecule: image venv
+# The scenarios run on the bookworm image, whatever LAB_DISTRO says.
+molecule: host venv
+	LAB_DISTRO=bookworm bash lab/build-image.sh
 	bash molecule/run-scenarios.sh
 
 test: lint unit test-lab molecule
