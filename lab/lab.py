@@ -157,9 +157,11 @@ def ensure_container(name: str, index: int, existing: dict[str, dict]) -> None:
         log(f"starting {name}")
         podman("start", name)
         return
-    networks = ["--network", f"{LAB}:ip={host_ip(index)}"]
+    # podman orders a container's NICs as it likes (the data network came up as eth0 on some
+    # hosts): name them.
+    networks = ["--network", f"{LAB}:ip={host_ip(index)},interface_name=eth0"]
     if NICS == "2":
-        networks += ["--network", f"{DATA_NETWORK}:ip={data_ip(index)}"]
+        networks += ["--network", f"{DATA_NETWORK}:ip={data_ip(index)},interface_name=eth1"]
     log(f"creating {name} ({host_ip(index)}{', data ' + data_ip(index) if NICS == '2' else ''}; {FLAVOUR})")
     podman(
         "run",
