@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -45,6 +46,11 @@ def lab_inventory() -> dict:
 
 def lab_key() -> str:
     return lab_inventory()["all"]["vars"]["ansible_ssh_private_key_file"]
+
+
+def lab_user() -> str:
+    """The user the inventory logs in as (root, or a user with sudo: LAB_SSH_USER)."""
+    return lab_inventory()["all"]["vars"].get("ansible_user", "root")
 
 
 def lab_hosts() -> dict[str, str]:
@@ -87,9 +93,16 @@ def fake_checkout(root: Path, marker: str) -> Path:
     return root
 
 
+def ssh_argv(address: str, command: str) -> list[str]:
+    """ssh running ``command`` as root on a lab host, as the inventory's user (through sudo unless root)."""
+    user = lab_user()
+    remote = command if user == "root" else f"sudo -n -H bash -c {shlex.quote(command)}"
+    return ["ssh", "-i", lab_key(), *SSH_OPTS, f"{user}@{address}", remote]
+
+
 def ssh(address: str, command: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        ["ssh", "-i", lab_key(), *SSH_OPTS, f"root@{address}", command],
+        ssh_argv(address, command),
         input=stdin,
         capture_output=True,
         text=True,
@@ -145,20 +158,25 @@ def repaired_by_site(tmp_path, hosts):
     assert [n["state"] for n in report["nodes"]] == ["ALIVE"] * len(hosts)
 
 
-def probe_cluster(head_address: str, port: int = 6379) -> dict[str, dict]:
-    """ALIVE nodes by IP, with node ID and the RLINF_* env a pinned Ray task reads there."""
+def probe_cluster(head_address: str, port: int = 6379, ray_address: str | None = None) -> dict[str, dict]:
+    """ALIVE nodes by IP, with node ID and the RLINF_* env a pinned Ray task reads there.
+
+    The driver runs on the head (reached over SSH at ``head_address``) and joins Ray at
+    ``ray_address`` (the head's Ray address, when it is not the SSH one)."""
     script = (Path(__file__).parent / "probe_cluster.py").read_text()
     # A driver with the nodes' environment: RAY_AUTH_MODE and the token's path included.
-    driver = f"{NODE_ENV} /opt/rlinf/venv/bin/python - {head_address}:{port}"
+    driver = f"{NODE_ENV} /opt/rlinf/venv/bin/python - {ray_address or head_address}:{port}"
     proc = ssh(head_address, driver, stdin=script)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def wait_for_alive(head_address: str, count: int, timeout: float = 90) -> dict[str, dict]:
+def wait_for_alive(
+    head_address: str, count: int, timeout: float = 90, ray_address: str | None = None
+) -> dict[str, dict]:
     deadline = time.monotonic() + timeout
     nodes: dict[str, dict] = {}
     while time.monotonic() < deadline:
-        nodes = probe_cluster(head_address)
+        nodes = probe_cluster(head_address, ray_address=ray_address)
         if len(nodes) == count:
             return nodes
         time.sleep(2)
