@@ -261,7 +261,15 @@ VARS = (
     Var("validate_inventory_show", True, r.boolean, "run", _BOOL),
     Var("cluster_plan_path", None, r.optional_controller_path, "run", "a path on the controller"),
     Var("cluster_report_path", "", r.optional_controller_path, "cluster", "a path on the controller"),
-    # Controller directories (the defaults are computed from the playbook's location)
+    # Controller directories (the plan computes the defaults: the state next to the inventory,
+    # the reports next to the playbooks)
+    Var(
+        "rlinf_state_dir",
+        "",
+        r.optional_controller_path,
+        "cluster",
+        "empty (<inventory_dir>/.rlinf), or a directory on the controller",
+    ),
     Var("rlinf_artifacts_dir", "", r.optional_controller_path, "cluster", "a directory on the controller"),
     Var("python_env_wheelhouse_dir", "", r.optional_controller_path, "cluster", "a directory on the controller"),
     Var("ray_auth_controller_token_file", "", r.optional_controller_path, "cluster", "a path on the controller"),
@@ -269,6 +277,9 @@ VARS = (
     # launch.yml and remove-node.yml
     Var("rlinf_entry", "", r.text(), "run", "one line: the command launch.yml runs on the head"),
     Var("node", "", r.text(), "run", "an inventory host name (remove-node.yml)"),
+    Var("remove_node_confirm", "", r.text(), "run", "'yes' skips remove-node.yml's prompt"),
+    # Day-2 safety
+    Var("rlinf_allow_restart", False, r.boolean, "run", _BOOL + ": restart Ray although an RLinf driver runs"),
     # Teardown
     Var("teardown_purge", False, r.boolean, "run", _BOOL),
     Var("teardown_confirm", "", r.text(), "run", "'yes' skips the prompt"),
