@@ -19,15 +19,20 @@ class ActionModule(ControllerAction):
     ARGUMENT_SPEC = CLUSTER_PLAN
 
     def act(self, args, task_vars):
+        if args["stage"] == "restarts":
+            return self._restarts(args, task_vars)
         result = {}
         try:
             if args["stage"] == "static":
                 context = {"playbook_dir": task_vars.get("playbook_dir"), "purpose": args["purpose"]}
                 built = plan.static_plan(task_vars.get("groups") or {}, task_vars.get("hostvars") or {}, context)
+                self._adopt_legacy_token(built)
             else:
                 if not args["plan"]:
                     return {"failed": True, "msg": "stage=resolve needs plan (the static plan's result)."}
                 built = plan.resolve(args["plan"], self._probes(task_vars, args["probe_var"]), args["purpose"])
+                for build in built.get("wheelhouses", []):
+                    build["complete"] = os.path.exists(f"{build['dir']}/.complete-{build['stamp']}")
         except PlanError as err:
             total = len(task_vars.get("groups", {}).get("ray_head", [])) + len(
                 task_vars.get("groups", {}).get("ray_workers", [])
@@ -52,6 +57,42 @@ class ActionModule(ControllerAction):
             path = built["cluster"]["controller"]["plan_path"]
             self._write(path, plan.summary(built))
             result["written"] = path
+        return result
+
+    @staticmethod
+    def _adopt_legacy_token(built):
+        """A token generated where earlier releases kept it (artifacts/) and none at the new place:
+        the run copies it there (roles/ray_auth), so moving the state does not rotate the token."""
+        controller = built["cluster"]["controller"]
+        legacy = controller.get("legacy_token_file")
+        adopt = bool(legacy) and os.path.isfile(legacy) and not os.path.exists(controller["token_file"])
+        controller["adopt_token_from"] = legacy if adopt else ""
+
+    def _restarts(self, args, task_vars):
+        """Which nodes this run would restart and, given the drivers read on the head, whether it may."""
+        if not args["plan"]:
+            return {"failed": True, "msg": "stage=restarts needs plan (the resolved plan)."}
+        hostvars = task_vars.get("hostvars") or {}
+        states = {}
+        for name in task_vars.get("ansible_play_hosts") or []:
+            try:
+                host = hostvars[name]
+                probe = plan._plain(host.get(args["probe_var"]) or {})
+                files = plan._plain(host.get(args["files_var"]) or {})
+                code = bool(host.get(args["code_var"]) or False)
+            except Exception:  # a host without its facts (unreachable): it restarts nothing
+                continue
+            venv = probe.get("venv") or {}
+            states[name] = {
+                "active": (probe.get("unit") or {}).get("active") == "active",
+                "files": list(files.get("changed_paths") or []) if files.get("restart") else [],
+                "venv": [] if venv.get("satisfied", True) else list(venv.get("unsatisfied") or ["not satisfied"]),
+                "code": code,
+            }
+        planned = plan.restarts(plan._plain(args["plan"]), states, args["every"])
+        result = {"changed": False, "restarts": planned, "restart_needed": bool(planned)}
+        if args["drivers"] is not None:
+            result.update(plan.restart_verdict(planned, plan._plain(args["drivers"]), args["allow"]))
         return result
 
     @staticmethod

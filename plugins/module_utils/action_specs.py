@@ -6,10 +6,15 @@ from __future__ import annotations
 PURPOSES = ("validate", "site", "status", "teardown", "purge", "launch", "remove-node")
 
 CLUSTER_PLAN = {
-    "stage": {"type": "str", "choices": ["static", "resolve"], "default": "static"},
+    "stage": {"type": "str", "choices": ["static", "resolve", "restarts"], "default": "static"},
     "purpose": {"type": "str", "choices": list(PURPOSES), "default": "site"},
     "plan": {"type": "dict"},
     "probe_var": {"type": "str", "default": "rlinf_probe"},
+    "files_var": {"type": "str", "default": "ray_node_files_check"},
+    "code_var": {"type": "str", "default": "code_sync_install_needed"},
+    "drivers": {"type": "list", "elements": "dict"},
+    "allow": {"type": "bool", "default": False},
+    "every": {"type": "str", "default": ""},
     "write": {"type": "bool", "default": False},
 }
 

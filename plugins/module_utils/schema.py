@@ -275,7 +275,15 @@ VARS = (
     Var("validate_inventory_show", True, r.boolean, "run", _BOOL),
     Var("cluster_plan_path", None, r.optional_controller_path, "run", "a path on the controller"),
     Var("cluster_report_path", "", r.optional_controller_path, "cluster", "a path on the controller"),
-    # Controller directories (the defaults are computed from the playbook's location)
+    # Controller directories (the plan computes the defaults: the state next to the inventory,
+    # the reports next to the playbooks)
+    Var(
+        "rlinf_state_dir",
+        "",
+        r.optional_controller_path,
+        "cluster",
+        "empty (<inventory_dir>/.rlinf), or a directory on the controller",
+    ),
     Var("rlinf_artifacts_dir", "", r.optional_controller_path, "cluster", "a directory on the controller"),
     Var("python_env_wheelhouse_dir", "", r.optional_controller_path, "cluster", "a directory on the controller"),
     Var("ray_auth_controller_token_file", "", r.optional_controller_path, "cluster", "a path on the controller"),
@@ -299,6 +307,9 @@ VARS = (
     Var("readiness_rlinf_attach", "auto", r.choice("auto", "always", "never"), "cluster", "auto, always or never"),
     Var("readiness_rlinf_timeout", 60, r.integer(1), "cluster", "seconds, >= 1"),
     Var("readiness_num_nodes", 0, r.integer(0), "cluster", "0 (every node) or a count"),
+    Var("remove_node_confirm", "", r.text(), "run", "'yes' skips remove-node.yml's prompt"),
+    # Day-2 safety
+    Var("rlinf_allow_restart", False, r.boolean, "run", _BOOL + ": restart Ray although an RLinf driver runs"),
     # Teardown
     Var("teardown_purge", False, r.boolean, "run", _BOOL),
     Var("teardown_confirm", "", r.text(), "run", "'yes' skips the prompt"),

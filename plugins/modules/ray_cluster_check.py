@@ -68,6 +68,12 @@ options:
     type: list
     elements: str
     default: [RLINF_NODE_RANK, RLINF_COMM_NET_DEVICES]
+  ray_version:
+    description:
+      - The Ray version every node must run (the pin, C(rlinf_ray_version)); empty checks only that all nodes
+        run the same one.
+    type: str
+    default: ""
   env_file:
     description:
       - Optional env file (C(KEY=VALUE) lines) of the Ray unit; its C(RAY_*) variables (for example
@@ -432,6 +438,7 @@ class RayClusterCheck:
             env_keys=self.env_keys,
             probed=self.params["probe"],
             expected_totals=totals,
+            ray_version=self.params["ray_version"] or None,
         )
         for key in ("nodes", "missing", "extra", "problems", "totals", "summary"):
             self.result[key] = report[key]
@@ -459,6 +466,7 @@ def build_module():
             probe=dict(type="bool", default=True),
             env_keys=dict(type="list", elements="str", default=list(DEFAULT_ENV_KEYS)),
             env_file=dict(type="path"),
+            ray_version=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )

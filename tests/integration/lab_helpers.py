@@ -32,8 +32,10 @@ PLAYBOOK_TIMEOUT = 900
 # RAY_AUTH_MODE and the token's path, as Ray itself runs with.
 NODE_ENV = "set -a; . /etc/rlinf/rlinf.env; set +a;"
 DATA = Path(__file__).parent / "data"
+# What the controller keeps for the lab's inventory (the token, the wheelhouses): next to it.
+LAB_STATE = LAB_INVENTORY / ".rlinf"
 # The cluster's token on the controller (roles/ray_auth generates it there, 0600).
-CONTROLLER_TOKEN = ROOT / "artifacts" / "secrets" / "ray-auth-token"
+CONTROLLER_TOKEN = LAB_STATE / "secrets" / "ray-auth-token"
 SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
 
 
@@ -72,6 +74,9 @@ def write_inventory(tmp_path: Path, mutate) -> Path:
     (inventory / "group_vars").mkdir(parents=True)
     (inventory / "hosts.yml").write_text(yaml.safe_dump(data, sort_keys=False))
     (inventory / "group_vars" / "all.yml").write_text((LAB_INVENTORY / "group_vars" / "all.yml").read_text())
+    # The same cluster: its token and wheelhouses, not a new state for a copy of its inventory.
+    LAB_STATE.mkdir(exist_ok=True)
+    (inventory / ".rlinf").symlink_to(LAB_STATE)
     return inventory
 
 

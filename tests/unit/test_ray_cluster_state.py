@@ -177,6 +177,15 @@ def test_ray_version_mismatch_is_reported_on_the_odd_node():
     assert "Ray is 2.58.0 but 2.60.0 on 'head'" in problem
 
 
+def test_after_a_new_pin_every_node_must_run_it_not_just_the_same_one():
+    nodes, probes = healthy()
+    assert run(expected(), nodes, probes, ray_version="2.60.0")["ok"]
+    old = run(expected(), nodes, probes, ray_version="2.61.0")
+    assert not old["ok"] and len(old["problems"]) == 3
+    assert old["problems"][0].startswith("host 'head' (rank 0")
+    assert "runs Ray 2.60.0 but rlinf_ray_version pins 2.61.0" in old["problems"][0]
+
+
 def test_python_patch_mismatch_is_reported():
     nodes, probes = healthy()
     probes["n1"] = probe(1, python="3.11.7 (main, May  9 2026) [GCC 12.2.0]")

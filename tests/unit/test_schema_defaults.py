@@ -10,7 +10,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.schema import BY_NAM
 
 ROOT = Path(__file__).resolve().parents[2]
 # Settings of one run (-e), read by the playbooks, that no role has a default for.
-RUN_ONLY = {"teardown_purge", "teardown_confirm", "node", "rlinf_entry", "cluster_plan_path"}
+RUN_ONLY = {"teardown_purge", "teardown_confirm", "node", "remove_node_confirm", "rlinf_entry", "cluster_plan_path"}
 # Host variables whose absence means "derived" (no default anywhere).
 HOST_ONLY = {"easytier_ipv4"}
 
@@ -48,6 +48,7 @@ def test_every_role_default_a_user_sets_is_in_the_schema():
         "validate_inventory_write",
         "preflight_purpose",
         "preflight_deferred_devices",
+        "restart_guard_every",
     )
     unknown = [
         name
