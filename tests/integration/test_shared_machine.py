@@ -10,7 +10,11 @@ from lab_helpers import lab_hosts, run_playbook, run_status, ssh, wait_for_alive
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
+# Ray nodes share a machine only without GPUs (RLinf would count all of them on each), and
+# each needs its own ports, paths and unit: validation refuses the pair otherwise.
 SECOND = {
+    "rlinf_gpus_per_node": 0,
+    "ray_port": 6390,
     "ray_node_unit_name": "rlinf-ray-b",
     "rlinf_env_file": "/etc/rlinf/rlinf-b.env",
     "rlinf_env_profile_script": "/etc/profile.d/rlinf-b.sh",
@@ -30,6 +34,7 @@ def test_two_ray_nodes_on_one_machine(tmp_path):
     second = f"{shared_name}-b"
 
     def add_second(groups):
+        groups["ray_workers"]["hosts"][shared_name]["rlinf_gpus_per_node"] = 0
         groups["ray_workers"]["hosts"][second] = {"ansible_host": shared, **SECOND}
 
     inventory = write_inventory(tmp_path, add_second)
