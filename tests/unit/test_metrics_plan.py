@@ -81,7 +81,7 @@ def test_on_pins_the_metrics_port_alone_without_the_firewall():
     for name in plan["order"]:
         pinned = [a for a in plan["nodes"][name]["ray_args"] if a.startswith("--") and "port" in a]
         head = ["--port=6379", "--dashboard-port=8265"] if name == "h" else []
-        assert pinned == head + ["--metrics-export-port=6384"]
+        assert pinned == [*head, "--metrics-export-port=6384"]
 
 
 def test_with_the_firewall_the_port_is_pinned_once_with_the_others():
