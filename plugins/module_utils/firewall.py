@@ -183,8 +183,10 @@ def machine_rules(plan: Mapping, host: str) -> dict:
 
     Returns ``cluster_ports`` and ``client_ports`` (nft set elements), ``cluster_sources``
     (every Ray node's address plus ``rlinf_firewall_allowed_sources``), ``client_sources``
-    (``rlinf_firewall_client_sources``) and ``missing``: the Ray nodes whose address this run
-    does not know (left out by --limit), which must be empty before the rules are used.
+    (``rlinf_firewall_client_sources``), ``metrics_ports`` and ``metrics_sources`` (with metrics
+    on: the ports only the scraper may reach, taken out of ``cluster_ports``, and its address) and
+    ``missing``: the Ray nodes whose address this run does not know (left out by --limit), which
+    must be empty before the rules are used.
     """
     nodes = [plan["nodes"][name] for name in plan["order"]]
     mine = plan["nodes"].get(host)
@@ -194,11 +196,11 @@ def machine_rules(plan: Mapping, host: str) -> dict:
     client_ports: set = set()
     extra: list = []
     client: list = []
-    for node in nodes:
-        if node["machine"] != mine["machine"]:
-            continue
+    members = [node for node in nodes if node["machine"] == mine["machine"]]
+    metrics = metrics_split(plan, members)
+    for node in members:
         ports = node_ports(node)
-        cluster_ports.update(nft_ports(ports))
+        cluster_ports.update(p for p in nft_ports(ports) if p not in metrics["ports"])
         if ports["client"] is not None:
             client_ports.add(str(ports["client"]))
         extra.extend(node["firewall"]["allowed_sources"])
@@ -210,5 +212,25 @@ def machine_rules(plan: Mapping, host: str) -> dict:
         "client_ports": sorted(client_ports, key=int),
         "cluster_sources": sources(addresses + extra, "the Ray nodes' addresses"),
         "client_sources": sources(client, CLIENT_SOURCES_VAR),
+        "metrics_ports": sorted(metrics["ports"], key=int),
+        "metrics_sources": sources(metrics["sources"], "rlinf_metrics_host's address"),
         "missing": missing,
     }
+
+
+def metrics_split(plan: Mapping, members: Sequence[Mapping]) -> dict:
+    """With metrics on (rlinf_metrics_enabled), the ports of one machine's Ray nodes that only the
+    scraper may reach: each node's metrics export port, the head's metrics ports and the machine's
+    node exporter. ``{"ports": {"6384", ...}, "sources": [scraper's address]}``; none with metrics off."""
+    settings = plan["cluster"].get("metrics") or {}
+    if not settings.get("enabled"):
+        return {"ports": set(), "sources": []}
+    ports: set = set()
+    for node in members:
+        ports.add(str(node["ports"]["ray_metrics_export_port"]))
+        if node["role"] == "head":
+            ports.update(str(p) for p in HEAD_FIXED_PORTS.values())
+        if (node.get("metrics") or {}).get("node_exporter"):
+            ports.add(str(node["metrics"]["node_exporter_port"]))
+    scraper_ip = plan["nodes"][settings["host"]].get("ip")
+    return {"ports": ports, "sources": [scraper_ip] if scraper_ip else []}

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from packaging.version import Version
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import firewall, render, schema, wheelhouse
+from ansible_collections.rlinf.cluster.plugins.module_utils import firewall, metrics, render, schema, wheelhouse
 from ansible_collections.rlinf.cluster.plugins.module_utils.overlay import OverlayError, overlay_members
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, Problem
 from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import (
@@ -166,6 +166,7 @@ def controller_paths(reader: _Reader, context: Mapping) -> dict:
         "code_wheel_dir": reader["code_sync_wheel_dir"] or state + "/code-sync",
         "report_path": reader["cluster_report_path"] or artifacts + "/cluster-report.json",
         "plan_path": reader["cluster_plan_path"] or artifacts + "/cluster-plan.json",
+        "metrics_dashboards_dir": artifacts + "/" + metrics.DASHBOARDS_ARTIFACTS_SUBDIR,
     }
 
 
@@ -219,6 +220,7 @@ def _node_paths(reader: _Reader) -> dict:
         "code_record_dir": reader["code_sync_node_record_dir"],
         "launch_log_dir": reader["rlinf_launch_log_dir"],
         "launch_state_dir": LAUNCH_STATE_DIR,
+        **metrics.PATHS,
     }
 
 
@@ -234,6 +236,9 @@ PATH_VARS = {
     "wheelhouse": "python_env_node_wheelhouse_dir",
     "firewall_rules": "firewall_rules_file",
     "firewall_unit_file": "firewall_unit_name",
+    "metrics_prometheus_config": "rlinf_metrics_enabled",
+    "metrics_prometheus_dropin": "rlinf_metrics_enabled",
+    "metrics_node_exporter_dropin": "rlinf_metrics_enabled",
 }
 # Paths that are one file we write (the rest are directories).
 FILE_PATHS = (
@@ -245,6 +250,7 @@ FILE_PATHS = (
     "manifest",
     "firewall_rules",
     "firewall_unit_file",
+    *metrics.PATHS,
 )
 
 
@@ -479,6 +485,13 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         nodes[name] = node
 
     _shared_machine_paths(list(nodes.values()), problems)
+    metrics_settings, metrics_problems = metrics.settings(
+        order, head_reader["rlinf_metrics_host"], head_reader, head_reader["rlinf_metrics_enabled"]
+    )
+    problems.extend(Problem(None, text) for text in metrics_problems)
+    for name, node in nodes.items():
+        node["metrics"] = metrics.node_settings(node, metrics_settings, readers[name][metrics.NODE_EXPORTER_PORT_VAR])
+    problems.extend(Problem(None, text) for text in metrics.port_problems(list(nodes.values()), metrics_settings))
     firewall_on = head_reader["rlinf_firewall_enabled"]
     if firewall_on:
         problems.extend(Problem(None, text) for text in firewall.port_problems(list(nodes.values())))
@@ -497,6 +510,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         "overlay_dev": head_reader["easytier_dev_name"] if overlay_on else "",
         "firewall": firewall_on,
         "pin_ports": firewall_on,
+        "metrics": metrics_settings,
         "code_sync": head_reader["rlinf_code_sync"],
         "src": head_reader["rlinf_src"],
         "join_batch": head_reader["ray_join_batch"],
@@ -541,6 +555,17 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         removal["inventory_file"] = _host_value(readers[name], "inventory_file")
         removal["summary"] = removal_summary(removal, len(order))
         cluster["num_nodes"] = len(order)
+        if metrics_settings["enabled"] and metrics_settings["host"] == name:
+            problems.append(
+                Problem(
+                    None,
+                    f"node={name!r} runs Prometheus (rlinf_metrics_host); name another Ray node in rlinf_metrics_host "
+                    "and run site.yml first, or turn rlinf_metrics_enabled off.",
+                )
+            )
+        # A machine whose first Ray node goes has a new one, which runs its node exporter.
+        for node in nodes.values():
+            node["metrics"] = metrics.node_settings(node, metrics_settings, node["metrics"]["node_exporter_port"])
 
     config_report = _config_check(run, topo, problems)
     if problems:
@@ -954,6 +979,11 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
         out["nodes"][name] = entry
     if purpose in RENDER_PURPOSES:
         out["wheelhouses"] = wheelhouse_builds(out, {n: probes[n] for n in resolved})
+    if purpose in RENDER_PURPOSES and head in resolved:
+        # Prometheus's targets are every node's address: known only now, for all of them at once.
+        out["cluster"]["metrics"] = dict(cluster["metrics"], missing=metrics.missing_addresses(out))
+        for name in resolved:
+            out["nodes"][name].update(metrics.node_resolved(out["nodes"][name], out, probes[name]))
     out["expected_nodes"] = expected_nodes(out)
     out["purpose"] = purpose
     return out
@@ -1043,6 +1073,9 @@ def ray_args(node: Mapping, plan: Mapping) -> list[str]:
         args.append(f"--temp-dir={node['paths']['temp_dir']}")
     if cluster["pin_ports"]:
         args += firewall.pinned_port_args(node)
+    elif cluster["metrics"]["enabled"]:
+        # Prometheus scrapes a port it knows: the one pinned with the firewall, or this one alone.
+        args.append(f"{firewall.PORT_FLAGS[metrics.METRICS_PORT_VAR]}={node['ports'][metrics.METRICS_PORT_VAR]}")
     return args + list(node["extra_args"])
 
 

@@ -201,6 +201,25 @@ VARS = (
     Var("firewall_rules_file", "/etc/rlinf/firewall.nft", r.node_path, "node", _NODE_PATH),
     Var("firewall_unit_name", "rlinf-firewall", r.unit_name, "node", "a unit name of ours"),
     Var("firewall_nft_bin", "/usr/sbin/nft", r.node_path, "node", "the absolute path of nft"),
+    # Metrics (opt-in)
+    Var("rlinf_metrics_enabled", False, r.boolean, "cluster", _BOOL + ", the same on every node"),
+    Var(
+        "rlinf_metrics_host",
+        "",
+        r.text(re.compile(r"^[^\s,]*$"), hint="write one inventory host name"),
+        "cluster",
+        "empty (the head), or a Ray node of the inventory",
+    ),
+    Var("rlinf_metrics_node_exporter_port", 9100, r.pinned_port, "node", _PINNED),
+    Var(
+        "rlinf_metrics_prometheus_host",
+        "127.0.0.1",
+        r.ipv4(loopback=True, unspecified=True),
+        "cluster",
+        "an IPv4 address of the scraper (loopback by default)",
+    ),
+    Var("rlinf_metrics_prometheus_port", 9090, r.pinned_port, "cluster", _PINNED),
+    Var("rlinf_metrics_scrape_interval", 15, r.integer(1, 3600), "cluster", "seconds, 1..3600"),
     # Code sync and launch
     Var(
         "rlinf_code_sync", "none", r.choice("none", "rsync", "package", "ray"), "cluster", "none, rsync, package or ray"

@@ -188,14 +188,20 @@ def wait_for_alive(
     raise AssertionError(f"expected {count} ALIVE nodes within {timeout}s, saw {sorted(nodes)}")
 
 
-# What a test may leave on a node that site.yml with the lab inventory removes: the opt-in firewall.
-LEFTOVERS = ("/etc/rlinf/firewall.nft", "/etc/systemd/system/rlinf-firewall.service")
+# What a test may leave on a node that site.yml with the lab inventory removes: the opt-in firewall,
+# the drop-ins metrics runs Prometheus and the node exporter with.
+LEFTOVERS = (
+    "/etc/rlinf/firewall.nft",
+    "/etc/systemd/system/rlinf-firewall.service",
+    "/etc/systemd/system/prometheus.service.d/rlinf.conf",
+    "/etc/systemd/system/prometheus-node-exporter.service.d/rlinf.conf",
+)
 
 
 def cluster_problems(hosts: dict[str, str]) -> list[str]:
     """How the lab differs from the cluster site.yml makes from the lab inventory (empty when
     it does not): every host ALIVE, its Ray workers reading its rank and the default
-    environment, no firewall left, the controller's token present. One probe and
+    environment, no firewall or metrics left, the controller's token present. One probe and
     one SSH per host, a few seconds."""
     problems = []
     if not CONTROLLER_TOKEN.exists():

@@ -1,0 +1,149 @@
+"""Opt-in metrics on the lab: site.yml -e rlinf_metrics_enabled=true installs Debian's Prometheus
+on the head and a node exporter on every machine; Prometheus, asked over its HTTP API from inside
+the head, has every Ray node's target up at its Ray address and a Ray metric per node; a re-run
+changes nothing; Ray's Grafana dashboards reach the controller; with the firewall on, only the
+scraper reaches the exporters. Each test ends with site.yml from the lab inventory (metrics
+off), which stops what metrics ran and removes its files, and checks that it did.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import pytest
+from lab_helpers import ROOT, run_playbook, ssh, write_inventory
+
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
+
+METRICS_PORT, NODE_EXPORTER, PROMETHEUS = 6384, 9100, "http://127.0.0.1:9090"
+DROPINS = (
+    "/etc/systemd/system/prometheus.service.d/rlinf.conf",
+    "/etc/systemd/system/prometheus-node-exporter.service.d/rlinf.conf",
+)
+CONFIG = "/etc/rlinf/metrics/prometheus.yml"
+DASHBOARDS = ROOT / "artifacts" / "ray-grafana-dashboards"
+# The lab image has no curl: Python's urllib, inside the scraper.
+QUERY = "import json, sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())"
+
+
+def prometheus(scraper: str, path: str) -> dict:
+    proc = ssh(scraper, f"python3 -c '{QUERY}' '{PROMETHEUS}{path}'")
+    return json.loads(proc.stdout)
+
+
+def wait_for(what: str, probe, timeout: float = 120):
+    """Poll ``probe`` (returns (ok, seen)) until ok, bounded."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ok, seen = probe()
+        if ok:
+            return seen
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not within {timeout}s; last seen: {seen}")
+        time.sleep(3)
+
+
+def targets_up(scraper: str, hosts: dict[str, str]):
+    def probe():
+        active = prometheus(scraper, "/api/v1/targets")["data"]["activeTargets"]
+        health = {(t["labels"]["job"], t["labels"]["instance"]): t["health"] for t in active}
+        want = {("ray", f"{ip}:{METRICS_PORT}") for ip in hosts.values()}
+        want |= {("node", f"{ip}:{NODE_EXPORTER}") for ip in hosts.values()}
+        return all(health.get(key) == "up" for key in want), health
+
+    return probe
+
+
+def series_per_node(scraper: str, hosts: dict[str, str]):
+    def probe():
+        result = prometheus(scraper, "/api/v1/query?query=ray_node_cpu_utilization")["data"]["result"]
+        instances = sorted(r["metric"]["instance"] for r in result)
+        return instances == sorted(f"{ip}:{METRICS_PORT}" for ip in hosts.values()), instances
+
+    return probe
+
+
+def assert_metrics_gone(hosts: dict[str, str]):
+    """What metrics ran is stopped and disabled, its files removed, Ray's metrics port no longer pinned."""
+    for name, address in hosts.items():
+        units = ssh(address, "systemctl is-active prometheus prometheus-node-exporter", check=False).stdout.split()
+        assert set(units) <= {"inactive", "unknown"}, f"{name}: {units}"
+        left = ssh(address, f"ls {' '.join(DROPINS)} {CONFIG} 2>/dev/null", check=False).stdout.split()
+        assert not left, f"{name} still has {left}"
+        unit = ssh(address, "systemctl cat rlinf-ray").stdout
+        assert "--metrics-export-port" not in unit, f"{name}: Ray's metrics port is still pinned"
+
+
+def with_metrics(firewall: bool):
+    def mutate(groups):
+        for group in ("ray_head", "ray_workers"):
+            groups[group].setdefault("vars", {}).update(rlinf_metrics_enabled=True, rlinf_firewall_enabled=firewall)
+
+    return mutate
+
+
+@pytest.fixture
+def back_to_the_lab_inventory(cluster, tmp_path):
+    """After the test: site.yml from the lab inventory (metrics off) stops and removes what metrics ran."""
+    yield
+    run = run_playbook("site.yml", tmp_path)
+    assert run.rc == 0, run.stdout[-3000:]
+    assert_metrics_gone(cluster)
+
+
+def test_prometheus_scrapes_every_ray_node_and_a_rerun_changes_nothing(cluster, tmp_path, back_to_the_lab_inventory):
+    hosts = cluster
+    head = next(iter(hosts.values()))
+    shutil.rmtree(DASHBOARDS, ignore_errors=True)
+    run = run_playbook("site.yml", tmp_path, extravars={"rlinf_metrics_enabled": True})
+    assert run.rc == 0, run.stdout[-3000:]
+
+    health = wait_for("every Ray node's and node exporter's target up", targets_up(head, hosts))
+    # The head's own metrics ports (autoscaler, dashboard), at its Ray address.
+    assert health.get(("ray_head", f"{head}:44217")) == "up", health
+    instances = wait_for("a ray_node_cpu_utilization series per node", series_per_node(head, hosts))
+    assert len(instances) == len(hosts)
+
+    # Prometheus on loopback only; each node exporter on its node's Ray address only.
+    listening = ssh(head, "ss -Hltn").stdout
+    assert "127.0.0.1:9090 " in listening and "0.0.0.0:9090 " not in listening and "*:9090 " not in listening
+    for address in hosts.values():
+        sockets = ssh(address, "ss -Hltn").stdout
+        assert f"{address}:{NODE_EXPORTER} " in sockets and f"*:{NODE_EXPORTER} " not in sockets, sockets
+
+    # Ray's Grafana dashboards, copied from the head.
+    copied = sorted(DASHBOARDS.glob("*.json"))
+    assert any(p.name == "default_grafana_dashboard.json" for p in copied), copied
+    assert all("panels" in json.loads(p.read_text()) for p in copied)
+
+    again = run_playbook("site.yml", tmp_path, extravars={"rlinf_metrics_enabled": True})
+    assert again.rc == 0, again.stdout[-3000:]
+    assert sum(again.changed().values()) == 0, again.changed()
+    started = ssh(head, "systemctl show -p ActiveEnterTimestampMonotonic --value prometheus").stdout
+    check = run_playbook("site.yml", tmp_path, extravars={"rlinf_metrics_enabled": True}, cmdline="--check")
+    assert check.rc == 0 and sum(check.changed().values()) == 0, check.changed()
+    assert ssh(head, "systemctl show -p ActiveEnterTimestampMonotonic --value prometheus").stdout == started
+
+
+def test_with_the_firewall_only_the_scraper_reaches_the_exporters(cluster, tmp_path, back_to_the_lab_inventory):
+    hosts = cluster
+    names, addresses = list(hosts), list(hosts.values())
+    head, worker = addresses[0], addresses[1]
+    inventory = write_inventory(tmp_path, with_metrics(firewall=True))
+    run = run_playbook("site.yml", tmp_path, inventory=inventory)
+    assert run.rc == 0, run.stdout[-3000:]
+    wait_for("every target up through the firewall", targets_up(head, hosts))
+
+    def connects(node: str, address: str, port: int) -> bool:
+        probe = f"import socket; socket.create_connection(('{address}', {port}), timeout=3)"
+        return ssh(node, f'python3 -c "{probe}"', check=False).returncode == 0
+
+    # The scraper (the head) reaches a worker's exporters; a worker reaches neither the head's nor
+    # another's, but still Ray's other ports.
+    assert connects(head, worker, NODE_EXPORTER) and connects(head, worker, METRICS_PORT)
+    assert not connects(worker, head, NODE_EXPORTER), f"{names[1]} reaches the head's node exporter"
+    assert not connects(worker, head, METRICS_PORT), f"{names[1]} reaches the head's Ray metrics port"
+    assert connects(worker, head, 6379)
