@@ -16,19 +16,33 @@ from ansible_collections.rlinf.cluster.plugins.plugin_utils.controller_action im
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = CLUSTER_REPORT
 
-    def act(self, args, task_vars):
-        hostvars = task_vars.get("hostvars") or {}
-        manifests = {}
-        for node in args["expected_nodes"]:
+    @staticmethod
+    def _registered(hostvars, expected, var):
+        """Each expected host's registered ``var``, for the hosts that have it."""
+        out = {}
+        for node in expected:
             try:
-                found = hostvars[node["name"]].get(args["manifest_var"])
+                found = hostvars[node["name"]].get(var)
             except Exception:
                 found = None
             if found:
-                manifests[node["name"]] = found
+                out[node["name"]] = found
+        return out
+
+    def act(self, args, task_vars):
+        hostvars = task_vars.get("hostvars") or {}
+        manifests = self._registered(hostvars, args["expected_nodes"], args["manifest_var"])
+        gpus = self._registered(hostvars, args["expected_nodes"], args["gpus_var"])
         now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         report = build(
-            args["check"], args["expected_nodes"], manifests, task_vars.get("inventory_hostname"), args["address"], now
+            args["check"],
+            args["expected_nodes"],
+            manifests,
+            task_vars.get("inventory_hostname"),
+            args["address"],
+            now,
+            gpus=gpus,
+            gpu_nodes=args["gpu_nodes"],
         )
         path = args["path"]
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

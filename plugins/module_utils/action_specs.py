@@ -24,6 +24,8 @@ CLUSTER_REPORT = {
     "address": {"type": "str", "required": True},
     "path": {"type": "path", "required": True},
     "manifest_var": {"type": "str", "default": "ray_check_manifest"},
+    "gpus_var": {"type": "str", "default": "ray_check_gpus"},
+    "gpu_nodes": {"type": "list", "elements": "dict", "default": []},
 }
 
 

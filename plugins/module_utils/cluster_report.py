@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
+from ansible_collections.rlinf.cluster.plugins.module_utils.gpu_check import gpu_problems
+
 _HEADER = ("RANK", "HOST", "IP", "STATE", "CPUS", "GPUS", "CUSTOM", "RAY", "PYTHON")
 
 
@@ -26,6 +28,23 @@ def parse_manifest(result: Mapping | None) -> dict:
     return {"error": error[:300]}
 
 
+def parse_gpus(result: Mapping | None) -> dict | None:
+    """One node's GPU facts from the result of rlinf.cluster.gpu_facts; None when it did not run."""
+    if not result or not isinstance(result.get("gpus"), Mapping):
+        return None
+    return dict(result["gpus"])
+
+
+def _with_gpu_problems(summary: str, problems: list[str], found: Sequence[tuple[list[str], str]]) -> str:
+    if not found:
+        return summary
+    problems.extend(sentence for _, sentence in found)
+    count = f"{len(found)} GPU problem{'s' if len(found) != 1 else ''}"
+    if summary.startswith("OK: "):
+        return f"FAILED: {summary[4:]}; but {count}"
+    return f"{summary}; {count}"
+
+
 def build(
     check: Mapping,
     expected: Sequence[Mapping],
@@ -33,8 +52,15 @@ def build(
     head: str,
     address: str,
     generated_at: str,
+    gpus: Mapping[str, Mapping] | None = None,
+    gpu_nodes: Sequence[Mapping] = (),
 ) -> dict:
-    """The JSON report: the check's verdict, and per expected node its state and manifest."""
+    """The JSON report: the check's verdict, and per expected node its state and manifest.
+
+    ``gpus`` maps a host to its rlinf.cluster.gpu_facts result (kept as ``manifest.gpus``);
+    with ``gpu_nodes`` (the plan's, plan.gpu_nodes) the GPU rules (gpu_check.py) add their
+    problems to the check's.
+    """
     summary = check.get("summary") or f"FAILED: the check did not run: {check.get('msg') or 'unknown error'}"
     found = {node.get("name"): node for node in check.get("nodes") or []}
     nodes = []
@@ -43,14 +69,24 @@ def build(
             found.get(exp["name"]) or {"name": exp["name"], "rank": exp["rank"], "ip": exp["ip"], "state": "UNKNOWN"}
         )
         node["manifest"] = parse_manifest(manifests.get(exp["name"]))
+        facts = parse_gpus((gpus or {}).get(exp["name"]))
+        if facts is not None:
+            node["manifest"] = dict(node["manifest"], gpus=facts)
         nodes.append(node)
+    problems = list(check["problems"]) if "problems" in check else [check.get("msg") or "the check did not run"]
+    gpu_found = gpu_problems(nodes, gpu_nodes) if gpu_nodes else []
+    for names, sentence in gpu_found:
+        for node in nodes:
+            if node["name"] in names:
+                node["problems"] = [*(node.get("problems") or []), sentence]
+    summary = _with_gpu_problems(str(summary), problems, gpu_found)
     return {
         "generated_at": generated_at,
         "head": head,
         "address": address,
         "ok": str(summary).startswith("OK"),
         "summary": summary,
-        "problems": list(check["problems"]) if "problems" in check else [check.get("msg") or "the check did not run"],
+        "problems": problems,
         "missing": list(check.get("missing") or []),
         "extra": list(check.get("extra") or []),
         "totals": dict(check.get("totals") or {}),
@@ -70,12 +106,28 @@ def _custom(node: Mapping) -> str:
     return ",".join(f"{k}={v}" for k, v in (node.get("custom_resources") or {}).items()) or "-"
 
 
+def _nvidia(manifest: Mapping) -> str:
+    """The NVIDIA column: what NVML sees, e.g. '8x A100-SXM4-80GB 535.129.03 CUDA 12.2'."""
+    facts = manifest.get("gpus") or {}
+    if not facts:
+        return "?"
+    if not facts.get("count"):
+        return "-"
+    models = ",".join(f"{n}x {m.removeprefix('NVIDIA ')}" for m, n in (facts.get("models") or {}).items())
+    cuda = f" CUDA {facts['cuda_driver_version']}" if facts.get("cuda_driver_version") else ""
+    return f"{models or facts['count']} {facts.get('driver_version') or '?'}{cuda}"
+
+
 def table(report: Mapping) -> list[str]:
-    """The lines status prints: one row per node (extra nodes last), the summary, the problems."""
+    """The lines status prints: one row per node (extra nodes last), the summary, the problems.
+
+    An NVIDIA column (NVML's view: count, model, driver, CUDA) is added when a node has NVIDIA GPUs.
+    """
     names = [str(n["name"]) for n in report["nodes"]]
     width = max([4, *([18] if report["extra"] else []), *map(len, names)])
-    row = f"%-4s  %-{width}s  %-15s  %-7s  %4s  %4s  %-20s  %-7s  %s"
-    lines = [row % _HEADER]
+    nvidia = any(((n.get("manifest") or {}).get("gpus") or {}).get("count") for n in report["nodes"])
+    row = f"%-4s  %-{width}s  %-15s  %-7s  %4s  %4s  %-20s  %-7s  %" + ("-7s  %s" if nvidia else "s")
+    lines = [row % (*_HEADER, *(["NVIDIA"] if nvidia else []))]
     for n in report["nodes"]:
         manifest = n.get("manifest") or {}
         res = n.get("resources") or {}
@@ -91,6 +143,7 @@ def table(report: Mapping) -> list[str]:
                 _custom(n),
                 n.get("ray_version") or manifest.get("ray") or "-",
                 n.get("python") or manifest.get("python") or "-",
+                *([_nvidia(manifest)] if nvidia else []),
             )
         )
     for e in report["extra"]:
@@ -108,6 +161,7 @@ def table(report: Mapping) -> list[str]:
                 _custom(e),
                 e.get("ray_version") or "-",
                 e.get("python") or "-",
+                *(["?"] if nvidia else []),
             )
         )
     return [*lines, "", report["summary"], *(f"- {p}" for p in report["problems"])]

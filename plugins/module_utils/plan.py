@@ -453,6 +453,9 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
             "node_group": topo_node["node_group"],
             "gpus": topo_node["gpus"],
             "cuda_visible_devices": topo_node["cuda_visible_devices"],
+            "rlinf_gpus": topo_node["rlinf_gpus"],
+            "gpu_isolated": topo_node["gpu_isolated"],
+            "accelerator_type": topo_node["accelerator_type"],
             "unit": reader["ray_node_unit_name"],
             "python": reader["rlinf_python"],
             "paths": _node_paths(reader),
@@ -985,6 +988,7 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
         for name in resolved:
             out["nodes"][name].update(metrics.node_resolved(out["nodes"][name], out, probes[name]))
     out["expected_nodes"] = expected_nodes(out)
+    out["gpu_nodes"] = gpu_nodes(out)
     out["purpose"] = purpose
     return out
 
@@ -1128,6 +1132,26 @@ def expected_nodes(plan: Mapping) -> list[dict]:
         env["RAY_AUTH_MODE"] = "token" if plan["cluster"]["auth"] else "disabled"
         entry["env"] = env
         out.append(entry)
+    return out
+
+
+def gpu_nodes(plan: Mapping) -> list[dict]:
+    """What the check's GPU rules (gpu_check.py) compare each node's NVML facts with, in rank order."""
+    out = []
+    for name in plan["order"]:
+        node = plan["nodes"][name]
+        out.append(
+            {
+                "name": name,
+                "machine": node["machine"],
+                "node_groups": list(node["node_groups"]),
+                "cuda_visible_devices": node["cuda_visible_devices"],
+                "gpu_isolated": node["gpu_isolated"],
+                "ray_num_gpus": node["start_resources"].get("GPU"),
+                "rlinf_gpus": node["rlinf_gpus"],
+                "accelerator_type": node["accelerator_type"],
+            }
+        )
     return out
 
 

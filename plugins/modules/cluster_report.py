@@ -41,6 +41,21 @@ options:
     description: The variable each host registered its C(manifest.py) result in; hosts without it get an empty manifest.
     type: str
     default: ray_check_manifest
+  gpus_var:
+    description:
+      - The variable each host registered its M(rlinf.cluster.gpu_facts) result in; kept as the manifest's C(gpus).
+      - Hosts without it have no GPU facts and are left out of the GPU rules.
+    type: str
+    default: ray_check_gpus
+  gpu_nodes:
+    description:
+      - What the plan says of each node's GPUs (C(rlinf_resolved.plan.gpu_nodes)); with it the report fails, naming
+        the host, when NVIDIA drivers differ within a node group, when NVML's GPU count (the one RLinf places by) and
+        Ray's GPU resource or C(rlinf_gpus_per_node) disagree, or when Ray nodes of one machine see the same GPUs.
+      - Empty applies no GPU rule.
+    type: list
+    elements: dict
+    default: []
 """
 
 EXAMPLES = r"""
@@ -57,6 +72,8 @@ RETURN = r"""
 report:
   description:
     - The report (C(ok), C(summary), C(problems), C(missing), C(extra), C(totals), C(nodes) with manifests).
+    - Each node's C(manifest.gpus) holds its M(rlinf.cluster.gpu_facts) (count, NVML count, driver and CUDA
+      versions, models, UUIDs).
   returned: always
   type: dict
 table:

@@ -59,6 +59,12 @@ def test_status_on_the_healthy_lab_prints_the_table_and_writes_the_report(tmp_pa
     assert {m["python"] for m in manifests} == pythons
     hashes = {m["pip_freeze_sha256"] for m in manifests}
     assert len(hashes) == 1 and re.fullmatch(r"[0-9a-f]{64}", next(iter(hashes))), manifests
+    # GPU facts: the lab has no NVIDIA driver, so Ray's own pynvml (loaded in the node venv) cannot
+    # find libnvidia-ml: 0 GPUs, no driver, and that is an answer, not an error.
+    for name, gpus in ((n["name"], n["manifest"]["gpus"]) for n in report["nodes"]):
+        assert gpus["count"] == 0 and gpus["nvml_count"] == 0, (name, gpus)
+        assert gpus["driver_version"] is None and gpus["cuda_driver_version"] is None and gpus["models"] == {}, gpus
+        assert gpus["nvml_error"] == "NVML Shared Library Not Found" and "error" not in gpus, (name, gpus)
 
     # The table: a header and one row per node with rank, host, IP and state.
     assert re.search(r"RANK\s+HOST\s+IP\s+STATE\s+CPUS\s+GPUS\s+CUSTOM\s+RAY\s+PYTHON", stdout)

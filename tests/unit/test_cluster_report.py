@@ -58,3 +58,57 @@ def test_a_passing_check_has_no_problems():
     ok = {"summary": "OK: 2/2 nodes ALIVE", "problems": [], "nodes": []}
     report = build(ok, EXPECTED, {}, "head", "10.0.0.1:6379", "t")
     assert report["ok"] and report["problems"] == []
+
+
+A100_FACTS = {
+    "count": 8,
+    "nvml_count": 8,
+    "driver_version": "535.129.03",
+    "cuda_driver_version": "12.2",
+    "models": {"NVIDIA A100-SXM4-80GB": 8},
+    "uuids": [],
+    "source": "nvml",
+}
+NO_GPUS = {"count": 0, "nvml_count": 0, "driver_version": None, "cuda_driver_version": None, "models": {}}
+OK_CHECK = {
+    "summary": "OK: 2/2 nodes ALIVE at 10.0.0.1:6379",
+    "problems": [],
+    "nodes": [
+        {"name": "head", "rank": 0, "ip": "10.0.0.1", "state": "ALIVE", "resources": {"CPU": 2.0}},
+        {"name": "w1", "rank": 1, "ip": "10.0.0.2", "state": "ALIVE", "resources": {"CPU": 8.0, "GPU": 2.0}},
+    ],
+}
+
+
+def gpu_plan(name, **kw):
+    return {"name": name, "machine": name, "node_groups": [], "cuda_visible_devices": None, "gpu_isolated": False,
+            "ray_num_gpus": None, "rlinf_gpus": None, "accelerator_type": "NV_GPU", **kw}  # fmt: skip
+
+
+def test_gpu_facts_go_into_each_manifest_and_without_gpus_the_table_is_unchanged():
+    gpus = {"head": {"gpus": NO_GPUS}, "w1": {"gpus": NO_GPUS}}
+    ok = dict(OK_CHECK, nodes=[dict(n, resources={"CPU": 2.0}) for n in OK_CHECK["nodes"]])
+    report = build(ok, EXPECTED, {}, "head", "a", "t", gpus=gpus, gpu_nodes=[gpu_plan("head"), gpu_plan("w1")])
+    assert report["ok"] and report["problems"] == []
+    assert [n["manifest"]["gpus"]["count"] for n in report["nodes"]] == [0, 0]
+    assert table(report)[0].split() == ["RANK", "HOST", "IP", "STATE", "CPUS", "GPUS", "CUSTOM", "RAY", "PYTHON"]
+
+
+def test_a_gpu_problem_fails_a_passing_check_and_names_the_node():
+    gpus = {"head": {"gpus": NO_GPUS}, "w1": {"gpus": A100_FACTS}}
+    plans = [gpu_plan("head"), gpu_plan("w1", cuda_visible_devices=["0", "1"])]
+    report = build(OK_CHECK, EXPECTED, {}, "head", "a", "t", gpus=gpus, gpu_nodes=plans)
+    assert report["ok"] is False
+    assert report["summary"] == "FAILED: 2/2 nodes ALIVE at 10.0.0.1:6379; but 1 GPU problem"
+    [problem] = report["problems"]
+    assert problem.startswith("host 'w1' (rank 1): Ray advertises 2 GPU(s) but NVML sees 8")
+    assert report["nodes"][1]["problems"] == [problem] and not report["nodes"][0].get("problems")
+    lines = table(report)
+    assert lines[0].split()[-1] == "NVIDIA"
+    assert lines[2].endswith("8x A100-SXM4-80GB 535.129.03 CUDA 12.2") and lines[1].split()[-1] == "-"
+    assert lines[-1] == f"- {problem}"
+
+
+def test_without_the_plans_gpu_nodes_no_gpu_rule_applies():
+    report = build(OK_CHECK, EXPECTED, {}, "head", "a", "t", gpus={"w1": {"gpus": A100_FACTS}})
+    assert report["ok"] and report["nodes"][1]["manifest"]["gpus"] == A100_FACTS

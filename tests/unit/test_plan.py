@@ -308,3 +308,26 @@ def test_ray_nodes_sharing_a_machine_share_its_venv_and_firewall_installed_once(
     del hv["b"]["rlinf_env_profile_script"]
     found = problems_of(lambda: P.static_plan(groups, hv))
     assert any("same rlinf_env_profile_script" in s for s in found)
+
+
+def test_gpu_nodes_tell_the_check_what_the_inventory_says_of_each_nodes_gpus():
+    hv = hostvars(
+        h={"rlinf_gpus_per_node": 0, "rlinf_node_group": "ctl"},
+        w1={"rlinf_cuda_visible_devices": "0,1", "rlinf_gpu_isolated": True, "rlinf_node_group": "train"},
+        w2={"ray_num_gpus": 4, "rlinf_node_group": "train"},
+    )
+    gpu = {e["name"]: e for e in resolved(hv)["gpu_nodes"]}
+    assert list(gpu) == ["h", "w1", "w2"]
+    assert gpu["h"] == {
+        "name": "h",
+        "machine": "10.0.0.1",
+        "node_groups": ["ctl"],
+        "cuda_visible_devices": None,
+        "gpu_isolated": False,
+        "ray_num_gpus": None,
+        "rlinf_gpus": 0,
+        "accelerator_type": "NV_GPU",
+    }
+    w1 = gpu["w1"]
+    assert (w1["cuda_visible_devices"], w1["gpu_isolated"], w1["rlinf_gpus"]) == (["0", "1"], True, 2)
+    assert (gpu["w2"]["ray_num_gpus"], gpu["w2"]["rlinf_gpus"], gpu["w2"]["node_groups"]) == (4, None, ["train"])
