@@ -11,7 +11,9 @@ writes ``inventories/lab/hosts.yml``; bringing up Ray on them is site.yml's job.
 Several labs can run side by side: LAB_NAME (default rlinf-lab) names the containers and
 the network, LAB_SUBNET gives each its own addresses. The default lab's inventory is
 inventories/lab/hosts.yml; another lab's is .lab/<LAB_NAME>/inventory/ (sharing
-inventories/lab/group_vars).
+inventories/lab/group_vars). LAB_CAP_ADD=SYS_ADMIN gives the containers that capability
+too: without it systemd inside them cannot set up mount namespaces and silently skips the
+Ray unit's file-system sandbox (ProtectSystem=, ProtectHome=, ReadWritePaths=, ...).
 
 Stdlib only, so it runs before the controller venv exists.
 """
@@ -40,6 +42,8 @@ IMAGE = os.environ.get("LAB_IMAGE", "localhost/rlinf-lab:bookworm")
 SUBNET = ipaddress.ip_network(os.environ.get("LAB_SUBNET", "10.89.77.0/24"))
 FIRST_HOST_OFFSET = 10
 LABEL = "rlinf.lab"
+# Further capabilities for the containers, comma-separated (e.g. SYS_ADMIN, see above).
+CAP_ADD = [cap for cap in os.environ.get("LAB_CAP_ADD", "").split(",") if cap.strip()]
 READY_TIMEOUT = 90
 
 
@@ -109,6 +113,7 @@ def ensure_container(name: str, ip: str, existing: dict[str, dict]) -> None:
         "--systemd=always",
         "--cap-add",
         "NET_ADMIN",
+        *(arg for cap in CAP_ADD for arg in ("--cap-add", cap.strip())),
         "--device",
         "/dev/net/tun",
         "--shm-size=1g",
