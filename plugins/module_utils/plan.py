@@ -24,7 +24,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import firewall, render, schema
+from ansible_collections.rlinf.cluster.plugins.module_utils import firewall, render, sandbox, schema
 from ansible_collections.rlinf.cluster.plugins.module_utils.overlay import OverlayError, overlay_members
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, Problem
 from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import (
@@ -160,6 +160,8 @@ def _node_paths(reader: _Reader) -> dict:
         "unit_file": f"{UNIT_DIR}/{unit}.service",
         "record": f"{STATE_DIR}/{unit}.json",
         "manifest": f"{STATE_DIR}/{unit}.manifest.json",
+        # One file per account the role created for this unit (purge deletes exactly those).
+        "users_dir": f"{STATE_DIR}/{unit}.users",
         "wheelhouse": reader["python_env_node_wheelhouse_dir"],
         "temp_dir": reader["ray_temp_dir"] or "/tmp/ray",
         "firewall_rules": reader["firewall_rules_file"],
@@ -417,6 +419,15 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         }
         if head_reader["rlinf_code_sync"] == "rsync" and node["code_dest"]:
             node["paths"]["code_dest"] = node["code_dest"]
+        node["service"] = sandbox.service_of(node["unit"], node["paths"], node["code_dest"], reader)
+        if node["service"]["groups"] and not node["service"]["user"]:
+            problems.append(
+                Problem(
+                    name,
+                    "ray_node_user_groups is set but ray_node_user is empty (Ray runs as root, which needs no "
+                    "groups); set ray_node_user or leave ray_node_user_groups out.",
+                )
+            )
         _reserved_units(node, reader, problems)
         _path_overlaps(node, problems)
         nodes[name] = node
@@ -885,13 +896,15 @@ def record_of(node: Mapping, plan: Mapping) -> dict:
         "temp_dir": node["paths"]["temp_dir"],
         "env_file": node["paths"]["env_file"],
         "venv": node["paths"]["venv"],
+        "user": node["service"]["user"],
     }
 
 
 def _rendered(node: dict, plan: Mapping, probe: Mapping) -> dict:
     env = node_env(node, plan)
     args = ray_args(node, plan)
-    unit = render.ray_unit(node, args, plan["cluster"])
+    prefix = sandbox.python_prefix(str((probe.get("python") or {}).get("executable") or ""))
+    unit = render.ray_unit(node, args, plan["cluster"], sandbox.mounts(node["service"], node["paths"], prefix))
     files = [
         {"path": node["paths"]["env_file"], "content": render.env_file(env), "mode": "0644", "restart": True},
         {"path": node["paths"]["unit_file"], "content": unit, "mode": "0644", "restart": True, "reload": True},

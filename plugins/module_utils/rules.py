@@ -143,6 +143,29 @@ _HOSTNAME = re.compile(
 )
 _EXTRA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _RESOURCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/-]{0,63}$")
+_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,30}$")
+# Accounts Ray must never run as: root is the default (leave ray_node_user empty); nobody is
+# shared by other services, which would own Ray's files.
+_SHARED_USERS = frozenset({"root", "nobody"})
+# Where a path the Ray unit may write can never be: the system's programs, its configuration
+# and spools (a writable /etc or crontab is a root shell for whoever holds the Ray token), and
+# the temporary directories the unit may write already.
+_NOT_WRITABLE = (
+    "/bin",
+    "/boot",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/sbin",
+    "/usr",
+    "/var/spool",
+    "/var/lib/dpkg",
+    "/var/lib/systemd",
+    "/root/.ssh",
+)
+_ALREADY_WRITABLE = ("/tmp", "/var/tmp")
 _BOOL_TRUE = {"true", "yes", "on", "1"}
 _BOOL_FALSE = {"false", "no", "off", "0"}
 
@@ -352,6 +375,25 @@ def label(value):
     return result
 
 
+def system_user(value):
+    """Empty (root), or the name of the account Ray runs as (created when missing)."""
+    result = text()(value)
+    if not result:
+        return ""
+    if result in _SHARED_USERS:
+        raise Bad(f"is {result!r}", "leave it empty to run Ray as root, or name an account of its own, e.g. rlinf-ray")
+    if not _USER.match(result):
+        raise Bad("is not a user name", "use lower-case letters, digits, '_' and '-' (up to 31), e.g. rlinf-ray")
+    return result
+
+
+def group_name(value):
+    result = text(empty=False)(value)
+    if not _USER.match(result):
+        raise Bad("is not a group name", "use lower-case letters, digits, '_' and '-', e.g. video")
+    return result
+
+
 def interpreter(value):
     """A Python interpreter: a command name on PATH (python3, python3.11) or an absolute path."""
     result = text(empty=False)(value)
@@ -457,6 +499,22 @@ def node_path(value):
     clash = _system_clash(result)
     if clash:
         raise Bad(clash, "use a directory of its own, e.g. below /opt/rlinf or /etc/rlinf")
+    return result
+
+
+def writable_path(value):
+    """A directory the Ray unit may write (created when missing): never a system directory."""
+    result = node_path(value)
+    for roots, fix in (
+        (
+            _NOT_WRITABLE,
+            "a writable path there lets whoever holds the Ray token change the system: choose a data directory",
+        ),
+        (_ALREADY_WRITABLE, "Ray may write there already: leave it out"),
+    ):
+        clash = [r for r in roots if result == r or result.startswith(r + "/")]
+        if clash:
+            raise Bad(f"is under {clash[0]}", fix)
     return result
 
 
