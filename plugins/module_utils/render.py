@@ -121,7 +121,7 @@ def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping, mounts: Mappi
         "# Ray freezes its environment at start: a change to this file restarts the unit.",
         f"EnvironmentFile={systemd_word(paths['env_file'])}",
     ]
-    if service["sandbox"]:
+    if service["state_dir"]:
         lines += [
             "# Ray's home (caches of Hugging Face, Triton, LIBERO...): its own, the homes are hidden.",
             f"Environment={systemd_word('HOME=' + service['home'])}",

@@ -57,8 +57,9 @@ def service_of(unit: str, paths: Mapping, code_dest: str, settings: Mapping) -> 
         "sandbox": sandbox,
         "user": settings["ray_node_user"],
         "groups": list(settings["ray_node_user_groups"]),
-        "home": home_dir(unit) if sandbox else "",
-        "state_dir": unit if sandbox else "",
+        "home": home_dir(unit),
+        # systemd creates the home (StateDirectory=) owned by the account Ray runs as.
+        "state_dir": unit if sandbox or settings["ray_node_user"] else "",
         # Created by the role, owned by the Ray user (the temp dir inside /tmp is Ray's own).
         "create_dirs": writable,
         "code_dest": code_dest,
