@@ -1,6 +1,6 @@
 # Two commands for a fresh Debian 12 machine, as root:
 #   make lab    controller venv + lab hosts + site.yml + printed cluster status
-#   make test   the whole suite (lint, unit, package, lab integration, molecule)
+#   make test   the whole suite (lint, unit, controller, lab integration, molecule)
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -8,18 +8,31 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 LAB_NODES ?= 3
-INVENTORY ?= inventories/lab
+# The lab's flavour (lab/lab.py): Debian release, SSH user (root, or a user with sudo),
+# 1 or 2 NICs. Another LAB_NAME (with its own LAB_SUBNET) is a second lab beside the default.
+LAB_NAME ?= rlinf-lab
+LAB_DISTRO ?= bookworm
+LAB_SSH_USER ?= root
+LAB_NICS ?= 1
+export LAB_NAME LAB_DISTRO LAB_SSH_USER LAB_NICS
+INVENTORY ?= $(if $(filter rlinf-lab,$(LAB_NAME)),inventories/lab,.lab/$(LAB_NAME)/inventory)
+# The fleet scenario's lab (make test-fleet): 2 hosts, removed at the end (KEEP_LAB=1 keeps it).
+FLEET_LAB ?= LAB_NAME=rlinf-lab-fleet LAB_SUBNET=10.89.83.0/24 LAB_DATA_SUBNET=10.89.84.0/24 \
+	LAB_DISTRO=trixie LAB_SSH_USER=ops LAB_NICS=2
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv lock host image lab-up lab lab-down status teardown test lint unit package test-lab molecule bench clean
+.PHONY: help venv lock host image lab-up lab lab-down status teardown test lint unit controller test-lab molecule \
+	test-fleet bench clean
 
 help:
 	@echo "make lab        build the controller venv and the $(LAB_NODES)-node lab, run site.yml, print status"
-	@echo "make test       lint + unit tests + package tests + lab integration tests + molecule"
-	@echo "make lab-down   remove the lab (containers, network, key, generated inventory)"
-	@echo "make unit       fast tests, no hosts needed"
-	@echo "make package    build the collection artifact, render every plugin's docs (no hosts)"
+	@echo "                (LAB_DISTRO=bullseye|bookworm|trixie, LAB_SSH_USER=ops, LAB_NICS=2, LAB_NODES=N)"
+	@echo "make test       lint + unit + controller + lab integration tests + molecule + the fleet scenario"
+	@echo "make lab-down   remove the lab (containers, networks, key, generated inventory)"
+	@echo "make unit       fast tests of pure logic, no hosts, no playbooks"
+	@echo "make controller playbooks and tools run on the controller alone (the built artifact, docs, the refusals), no hosts"
+	@echo "make test-fleet trixie hosts, a non-root SSH user with sudo, a management and a data NIC, on a lab of its own"
 
 $(BIN)/.installed: requirements/controller.txt requirements/test.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -69,18 +82,27 @@ lint: venv
 	$(BIN)/ansible-navigator settings --effective --mode stdout --ee false > /dev/null
 
 unit: venv
-	$(BIN)/pytest -m "not lab and not package" -q
+	$(BIN)/pytest -q tests/unit
 
-package: venv
-	$(BIN)/pytest -m package -q
+controller: venv
+	$(BIN)/pytest -q tests/controller
 
 test-lab: lab-up
-	$(BIN)/pytest -m lab -q
+	$(BIN)/pytest -m "lab and not scenario" -q tests/integration
 
-molecule: image venv
+# The scenarios run on the bookworm image, whatever LAB_DISTRO says.
+molecule: host venv
+	LAB_DISTRO=bookworm bash lab/build-image.sh
 	bash molecule/run-scenarios.sh
 
-test: lint unit package test-lab molecule
+# One lab of its own for every fleet flavour the main lab lacks: Debian 13 (Python 3.13), an
+# SSH user that is not root (sudo), a management NIC and a data NIC. tests/integration/
+# test_scenario.py: site.yml on bare hosts, Ray on the data NIC, a no-op re-run, status,
+# teardown, rebuild, purge; the lab is removed afterwards.
+test-fleet: host venv
+	bash lab/scenario.sh tests/integration/test_scenario.py $(FLEET_LAB)
+
+test: lint unit controller test-lab molecule test-fleet
 
 bench: image venv
 	$(BIN)/python bench/bringup.py

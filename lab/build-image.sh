@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# Builds the lab host image locally, once: debootstrap -> podman import -> podman build.
-# Re-running is a no-op while the image exists (REBUILD=1 forces a rebuild).
+# Builds a lab host image locally, once: debootstrap -> podman import -> podman build.
+# LAB_DISTRO picks the Debian release (bullseye, bookworm, trixie; bookworm by default);
+# the image is localhost/rlinf-lab:<release>. Re-running is a no-op while the image
+# exists (REBUILD=1 forces a rebuild).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-image=${LAB_IMAGE:-localhost/rlinf-lab:bookworm}
-base=localhost/rlinf-lab-base:bookworm
+distro=${LAB_DISTRO:-bookworm}
+case "$distro" in
+  bullseye | bookworm | trixie) ;;
+  *) echo "lab: LAB_DISTRO=$distro is not one of bullseye, bookworm, trixie" >&2; exit 2 ;;
+esac
+image=${LAB_IMAGE:-localhost/rlinf-lab:$distro}
+base=localhost/rlinf-lab-base:$distro
 mirror=${LAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The same package names on all three releases (python3-venv pulls the release's
+# python3.X-venv: 3.9, 3.11, 3.13).
+packages=python3,python3-venv,python3-apt,openssh-server,iproute2,iputils-ping,systemd,systemd-sysv,dbus,sudo,rsync,ca-certificates,procps
 
 if [[ -z "${REBUILD:-}" ]] && podman image exists "$image"; then
   exit 0
@@ -14,17 +24,17 @@ fi
 work=$(mktemp -d /var/tmp/rlinf-lab-rootfs.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 if [[ -n "${REBUILD:-}" ]] || ! podman image exists "$base"; then
-  echo "lab: debootstrap bookworm (about a minute)"
-  debootstrap --variant=minbase \
-    --include=python3,python3-venv,python3-apt,openssh-server,iproute2,iputils-ping,systemd,systemd-sysv,dbus,sudo,rsync,ca-certificates,procps \
-    bookworm "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 \
+  echo "lab: debootstrap $distro (about a minute)"
+  debootstrap --variant=minbase --include="$packages" \
+    "$distro" "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 \
     || { tail -n 20 "$work/debootstrap.log"; exit 1; }
   rm -f "$work"/rootfs/etc/ssh/ssh_host_*
   : >"$work/rootfs/etc/machine-id"
   rm -rf "$work"/rootfs/var/cache/apt/archives/*.deb "$work"/rootfs/var/lib/apt/lists/*
   tar -C "$work/rootfs" -cf "$work/rootfs.tar" .
-  podman import --change 'CMD ["/sbin/init"]' --change 'STOPSIGNAL SIGRTMIN+3' \
+  podman import -q --change 'CMD ["/sbin/init"]' --change 'STOPSIGNAL SIGRTMIN+3' \
     "$work/rootfs.tar" "$base" >/dev/null
 fi
 echo "lab: building $image"
-podman build -q -t "$image" -f "$here/Containerfile" "$here" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+podman build -q --build-arg "BASE=$base" -t "$image" -f "$here/Containerfile" "$here" >"$work/build.log" 2>&1 \
+  || { cat "$work/build.log"; exit 1; }

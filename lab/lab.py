@@ -15,6 +15,15 @@ inventories/lab/group_vars). LAB_CAP_ADD=SYS_ADMIN gives the containers that cap
 too: without it systemd inside them cannot set up mount namespaces and silently skips the
 Ray unit's file-system sandbox (ProtectSystem=, ProtectHome=, ReadWritePaths=, ...).
 
+The hosts' flavour (a host whose flavour differs is recreated):
+    LAB_DISTRO=bullseye|bookworm|trixie   Debian release of the image (bookworm)
+    LAB_SSH_USER=NAME                     log in as NAME (passwordless sudo, root login
+                                          refused; the inventory sets ansible_become) (root)
+    LAB_NICS=1|2                          2: a second, "data" network <LAB_NAME>-data
+                                          (LAB_DATA_SUBNET, no default route); SSH stays on
+                                          the first, the inventory points rlinf_comm_net_device
+                                          at the data NIC (1)
+
 Stdlib only, so it runs before the controller venv exists.
 """
 
@@ -24,6 +33,7 @@ import argparse
 import ipaddress
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -38,13 +48,50 @@ KEY = STATE_DIR / "id_ed25519"
 LAB_GROUP_VARS = ROOT / "inventories" / "lab" / "group_vars"
 INVENTORY = (ROOT / "inventories" / "lab" if DEFAULT_LAB else STATE_DIR / "inventory") / "hosts.yml"
 
-IMAGE = os.environ.get("LAB_IMAGE", "localhost/rlinf-lab:bookworm")
+DISTROS = ("bullseye", "bookworm", "trixie")
+DISTRO = os.environ.get("LAB_DISTRO") or "bookworm"
+IMAGE = os.environ.get("LAB_IMAGE") or f"localhost/rlinf-lab:{DISTRO}"
+SSH_USER = os.environ.get("LAB_SSH_USER") or "root"
+NICS = os.environ.get("LAB_NICS") or "1"
 SUBNET = ipaddress.ip_network(os.environ.get("LAB_SUBNET", "10.89.77.0/24"))
+DATA_NETWORK = f"{LAB}-data"
+DATA_SUBNET = ipaddress.ip_network(os.environ.get("LAB_DATA_SUBNET", "10.89.87.0/24"))
 FIRST_HOST_OFFSET = 10
 LABEL = "rlinf.lab"
 # Further capabilities for the containers, comma-separated (e.g. SYS_ADMIN, see above).
 CAP_ADD = [cap for cap in os.environ.get("LAB_CAP_ADD", "").split(",") if cap.strip()]
+# What the hosts were made as; a host made otherwise is recreated.
+FLAVOUR_LABEL = "rlinf.lab.flavour"
+FLAVOUR = f"image={IMAGE} user={SSH_USER} nics={NICS}"
+# Hosts made before the label existed were all this.
+LEGACY_FLAVOUR = "image=localhost/rlinf-lab:bookworm user=root nics=1"
 READY_TIMEOUT = 90
+SSH_OPTS = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
+SSH_OPTS += ["-o", "LogLevel=ERROR", "-o", "ConnectTimeout=3"]
+# Run in each host as root (podman exec) with the login user as $1 and the public key on stdin.
+LOGIN_SETUP = r"""
+set -eu
+user=$1
+if [ "$user" = root ]; then
+  login="PermitRootLogin prohibit-password"
+else
+  id -u "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
+  printf '%s ALL=(ALL:ALL) NOPASSWD: ALL\n' "$user" > /etc/sudoers.d/lab-ssh-user
+  chmod 0440 /etc/sudoers.d/lab-ssh-user
+  rm -f /root/.ssh/authorized_keys
+  login="PermitRootLogin no"
+fi
+home=$(getent passwd "$user" | cut -d: -f6)
+install -d -m 0700 -o "$user" -g "$(id -gn "$user")" "$home/.ssh"
+cat > "$home/.ssh/authorized_keys"
+chown "$user" "$home/.ssh/authorized_keys"
+chmod 0600 "$home/.ssh/authorized_keys"
+conf=/etc/ssh/sshd_config.d/lab-login.conf
+if [ "$(cat "$conf" 2>/dev/null)" != "$login" ]; then
+  echo "$login" > "$conf"
+  systemctl try-reload-or-restart ssh.service
+fi
+"""
 
 
 def log(msg: str) -> None:
@@ -81,22 +128,45 @@ def ensure_key() -> None:
         log(f"generated SSH key {KEY.relative_to(ROOT)}")
 
 
-def ensure_network() -> None:
-    if podman("network", "exists", LAB, check=False).returncode == 0:
+def data_ip(index: int) -> str:
+    return str(DATA_SUBNET.network_address + FIRST_HOST_OFFSET + index)
+
+
+def check_flavour() -> None:
+    if DISTRO not in DISTROS:
+        sys.exit(f"lab: LAB_DISTRO={DISTRO} is not one of {', '.join(DISTROS)}")
+    if not re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", SSH_USER):
+        sys.exit(f"lab: LAB_SSH_USER={SSH_USER!r} is not a user name (lower case letters, digits, _ and -)")
+    if NICS not in ("1", "2"):
+        sys.exit(f"lab: LAB_NICS={NICS} must be 1 or 2")
+
+
+def ensure_network(name: str, subnet: ipaddress.IPv4Network, *options: str) -> None:
+    if podman("network", "exists", name, check=False).returncode == 0:
         return
-    podman("network", "create", "--subnet", str(SUBNET), "--label", f"{LABEL}={LAB}", LAB)
-    log(f"created network {LAB} ({SUBNET})")
+    podman("network", "create", *options, "--subnet", str(subnet), "--label", f"{LABEL}={LAB}", name)
+    log(f"created network {name} ({subnet})")
 
 
-def ensure_container(name: str, ip: str, existing: dict[str, dict]) -> None:
+def ensure_container(name: str, index: int, existing: dict[str, dict]) -> None:
     info = existing.get(name)
+    made_as = info and (info.get("Labels") or {}).get(FLAVOUR_LABEL, LEGACY_FLAVOUR)
+    if info and made_as != FLAVOUR:
+        log(f"recreating {name} (it was made as {made_as})")
+        podman("rm", "-f", "-t", "0", name)
+        info = None
     if info and info.get("State") == "running":
         return
     if info:
         log(f"starting {name}")
         podman("start", name)
         return
-    log(f"creating {name} ({ip})")
+    # podman orders a container's NICs as it likes (the data network came up as eth0 on some
+    # hosts): name them.
+    networks = ["--network", f"{LAB}:ip={host_ip(index)},interface_name=eth0"]
+    if NICS == "2":
+        networks += ["--network", f"{DATA_NETWORK}:ip={data_ip(index)},interface_name=eth1"]
+    log(f"creating {name} ({host_ip(index)}{', data ' + data_ip(index) if NICS == '2' else ''}; {FLAVOUR})")
     podman(
         "run",
         "-d",
@@ -106,10 +176,9 @@ def ensure_container(name: str, ip: str, existing: dict[str, dict]) -> None:
         name,
         "--label",
         f"{LABEL}={LAB}",
-        "--network",
-        LAB,
-        "--ip",
-        ip,
+        "--label",
+        f"{FLAVOUR_LABEL}={FLAVOUR}",
+        *networks,
         "--systemd=always",
         "--cap-add",
         "NET_ADMIN",
@@ -119,6 +188,11 @@ def ensure_container(name: str, ip: str, existing: dict[str, dict]) -> None:
         "--shm-size=1g",
         IMAGE,
     )
+
+
+def ssh(user: str, ip: str, command: str) -> subprocess.CompletedProcess:
+    argv = ["ssh", "-i", str(KEY), *SSH_OPTS, f"{user}@{ip}", command]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30)
 
 
 def wait_ready(name: str, ip: str, pubkey: str) -> None:
@@ -131,34 +205,56 @@ def wait_ready(name: str, ip: str, pubkey: str) -> None:
         time.sleep(0.5)
     else:
         sys.exit(f"lab: {name} did not finish booting in {READY_TIMEOUT}s (systemd says {state!r})")
-    podman(
-        "exec",
-        "-i",
-        name,
-        "sh",
-        "-c",
-        "install -d -m 0700 /root/.ssh && cat > /root/.ssh/authorized_keys && chmod 0600 /root/.ssh/authorized_keys",
-        stdin=pubkey,
-    )
+    podman("exec", "-i", name, "sh", "-c", LOGIN_SETUP, "lab-login", SSH_USER, stdin=pubkey)
     while time.monotonic() < deadline:
         try:
             with socket.create_connection((ip, 22), timeout=2):
-                return
+                break
         except OSError:
             time.sleep(0.5)
-    sys.exit(f"lab: sshd on {name} ({ip}:22) did not answer in {READY_TIMEOUT}s")
+    else:
+        sys.exit(f"lab: sshd on {name} ({ip}:22) did not answer in {READY_TIMEOUT}s")
+    # Log in as the inventory will; a non-root user must get root through sudo without a password.
+    probe = "true" if SSH_USER == "root" else "sudo -n true"
+    login = ssh(SSH_USER, ip, probe)
+    if login.returncode != 0:
+        sys.exit(f"lab: {SSH_USER}@{name} ({ip}) cannot log in and run {probe!r}: {login.stderr.strip()}")
+    if SSH_USER != "root" and ssh("root", ip, "true").returncode == 0:
+        sys.exit(f"lab: {name} still accepts root logins over SSH")
 
 
-def write_inventory(count: int) -> None:
+def data_device(name: str, index: int) -> str:
+    """The NIC that holds this host's data-network address (podman names it)."""
+    out = podman("exec", name, "ip", "-4", "-o", "addr", "show", "to", f"{data_ip(index)}/32").stdout.split()
+    if len(out) < 2:
+        sys.exit(f"lab: {name} has no interface with its data address {data_ip(index)}")
+    return out[1]
+
+
+def write_inventory(count: int, comm_device: str | None) -> None:
     names = host_names(count)
+    nics = f", data network {DATA_NETWORK} on {comm_device}" if comm_device else ""
     lines = [
-        f"# Generated by lab/lab.py for the {count}-node lab; `make lab-down` removes it.",
+        f"# Generated by lab/lab.py for the {count}-node lab ({DISTRO}, SSH as {SSH_USER}{nics});",
+        "# `make lab-down` removes it.",
         "all:",
         "  vars:",
-        "    ansible_user: root",
+        f"    ansible_user: {SSH_USER}",
+        *(["    ansible_become: true"] if SSH_USER != "root" else []),
         f"    ansible_ssh_private_key_file: {KEY}",
-        "    # Lab hosts are recreated with new host keys; they are throwaway test hosts.",
+        "    # Lab hosts are recreated with new host keys; they are throwaway test hosts, so this",
+        "    # inventory alone does not check them (ansible.cfg does, for every other inventory).",
+        "    ansible_host_key_checking: false",
         "    ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+        f"    lab_distro: {DISTRO}",
+        *(
+            [
+                "    # SSH and the default route on the first network, Ray and the collectives on the data network.",
+                f"    rlinf_comm_net_device: {comm_device}",
+            ]
+            if comm_device
+            else []
+        ),
         "  children:",
         "    rlinf_cluster:",
         "      children:",
@@ -185,22 +281,32 @@ def write_inventory(count: int) -> None:
 def up(count: int) -> None:
     if count < 1 or count > SUBNET.num_addresses - FIRST_HOST_OFFSET - 2:
         sys.exit(f"lab: --nodes must be between 1 and {SUBNET.num_addresses - FIRST_HOST_OFFSET - 2}")
+    check_flavour()
     if podman("image", "exists", IMAGE, check=False).returncode != 0:
-        sys.exit(f"lab: image {IMAGE} is missing; run lab/build-image.sh (or `make lab-up`).")
+        sys.exit(f"lab: image {IMAGE} is missing; run `LAB_DISTRO={DISTRO} lab/build-image.sh` (or `make lab-up`).")
     ensure_key()
     pubkey = (KEY.with_suffix(".pub")).read_text()
-    ensure_network()
+    ensure_network(LAB, SUBNET)
+    if NICS == "2":
+        # --internal: no gateway, so the default route (and ansible_default_ipv4) stays on the first NIC.
+        ensure_network(DATA_NETWORK, DATA_SUBNET, "--internal")
     existing = {c["Names"][0]: c for c in lab_containers()}
     wanted = host_names(count)
     for extra in sorted(set(existing) - set(wanted)):
         log(f"removing {extra} (lab is now {count} nodes)")
         podman("rm", "-f", "-t", "0", extra)
     for index, name in enumerate(wanted):
-        ensure_container(name, host_ip(index), existing)
+        ensure_container(name, index, existing)
     for index, name in enumerate(wanted):
         wait_ready(name, host_ip(index), pubkey)
-    write_inventory(count)
-    log(f"{count} hosts ready: {', '.join(wanted)}")
+    comm_device = None
+    if NICS == "2":
+        devices = {name: data_device(name, index) for index, name in enumerate(wanted)}
+        if len(set(devices.values())) != 1:
+            sys.exit(f"lab: the data network has different device names on the hosts: {devices}")
+        comm_device = next(iter(devices.values()))
+    write_inventory(count, comm_device)
+    log(f"{count} hosts ready ({DISTRO}, SSH as {SSH_USER}, NICs: {NICS}): {', '.join(wanted)}")
 
 
 def down() -> None:
@@ -208,9 +314,12 @@ def down() -> None:
     if names:
         podman("rm", "-f", "-t", "0", *names)
         log(f"removed {', '.join(sorted(names))}")
-    if podman("network", "exists", LAB, check=False).returncode == 0:
-        podman("network", "rm", "-f", LAB)
-        log(f"removed network {LAB}")
+    for network in (LAB, DATA_NETWORK):
+        owner = podman("network", "inspect", "--format", f'{{{{index .Labels "{LABEL}"}}}}', network, check=False)
+        # The main network predates its label; the data network is removed only when it is this lab's.
+        if owner.returncode == 0 and (network == LAB or owner.stdout.strip() == LAB):
+            podman("network", "rm", "-f", network)
+            log(f"removed network {network}")
     for path in (INVENTORY, KEY, KEY.with_suffix(".pub")):
         path.unlink(missing_ok=True)
     if not DEFAULT_LAB:

@@ -7,48 +7,41 @@ from __future__ import annotations
 import json
 import os
 
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.rlinf.cluster.plugins.module_utils import plan
-from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, report
+from ansible_collections.rlinf.cluster.plugins.module_utils.action_specs import CLUSTER_PLAN
+from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, report, sentences
 from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import cluster_block_yaml
 from ansible_collections.rlinf.cluster.plugins.module_utils.topology import rank_table
-
-ARGUMENT_SPEC = {
-    "stage": {"type": "str", "choices": ["static", "resolve"], "default": "static"},
-    "purpose": {"type": "str", "choices": list(plan.PURPOSES), "default": "site"},
-    "plan": {"type": "dict"},
-    "probe_var": {"type": "str", "default": "rlinf_probe"},
-    "write": {"type": "bool", "default": False},
-}
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.controller_action import ControllerAction
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = CLUSTER_PLAN
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            return {"failed": True, "msg": "; ".join(validation.error_messages)}
-        args = validation.validated_parameters
-        task_vars = task_vars or {}
+    def act(self, args, task_vars):
+        if args["stage"] == "restarts":
+            return self._restarts(args, task_vars)
+        result = {}
         try:
             if args["stage"] == "static":
                 context = {"playbook_dir": task_vars.get("playbook_dir"), "purpose": args["purpose"]}
                 built = plan.static_plan(task_vars.get("groups") or {}, task_vars.get("hostvars") or {}, context)
+                self._adopt_legacy_token(built)
             else:
                 if not args["plan"]:
                     return {"failed": True, "msg": "stage=resolve needs plan (the static plan's result)."}
                 built = plan.resolve(args["plan"], self._probes(task_vars, args["probe_var"]), args["purpose"])
+                for build in built.get("wheelhouses", []):
+                    build["complete"] = os.path.exists(f"{build['dir']}/.complete-{build['stamp']}")
         except PlanError as err:
             total = len(task_vars.get("groups", {}).get("ray_head", [])) + len(
                 task_vars.get("groups", {}).get("ray_workers", [])
             )
-            return {"failed": True, "msg": report(err.problems, err.stage, total), "problems": err.problems}
+            return {
+                "failed": True,
+                "msg": report(err.problems, err.stage, total),
+                "problems": sentences(err.problems, total),
+            }
         except Exception as err:  # never a traceback: a bug here is still one readable sentence
             return {
                 "failed": True,
@@ -64,6 +57,42 @@ class ActionModule(ActionBase):
             path = built["cluster"]["controller"]["plan_path"]
             self._write(path, plan.summary(built))
             result["written"] = path
+        return result
+
+    @staticmethod
+    def _adopt_legacy_token(built):
+        """A token generated where earlier releases kept it (artifacts/) and none at the new place:
+        the run copies it there (roles/ray_auth), so moving the state does not rotate the token."""
+        controller = built["cluster"]["controller"]
+        legacy = controller.get("legacy_token_file")
+        adopt = bool(legacy) and os.path.isfile(legacy) and not os.path.exists(controller["token_file"])
+        controller["adopt_token_from"] = legacy if adopt else ""
+
+    def _restarts(self, args, task_vars):
+        """Which nodes this run would restart and, given the drivers read on the head, whether it may."""
+        if not args["plan"]:
+            return {"failed": True, "msg": "stage=restarts needs plan (the resolved plan)."}
+        hostvars = task_vars.get("hostvars") or {}
+        states = {}
+        for name in task_vars.get("ansible_play_hosts") or []:
+            try:
+                host = hostvars[name]
+                probe = plan._plain(host.get(args["probe_var"]) or {})
+                files = plan._plain(host.get(args["files_var"]) or {})
+                code = bool(host.get(args["code_var"]) or False)
+            except Exception:  # a host without its facts (unreachable): it restarts nothing
+                continue
+            venv = probe.get("venv") or {}
+            states[name] = {
+                "active": (probe.get("unit") or {}).get("active") == "active",
+                "files": list(files.get("changed_paths") or []) if files.get("restart") else [],
+                "venv": [] if venv.get("satisfied", True) else list(venv.get("unsatisfied") or ["not satisfied"]),
+                "code": code,
+            }
+        planned = plan.restarts(plan._plain(args["plan"]), states, args["every"])
+        result = {"changed": False, "restarts": planned, "restart_needed": bool(planned)}
+        if args["drivers"] is not None:
+            result.update(plan.restart_verdict(planned, plan._plain(args["drivers"]), args["allow"]))
         return result
 
     @staticmethod

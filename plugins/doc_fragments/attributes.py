@@ -17,3 +17,19 @@ attributes:
     support: none
     description: Nothing to diff.
 """
+
+    # An action that runs on the controller alone (extends_documentation_fragment:
+    # rlinf.cluster.attributes.controller).
+    CONTROLLER = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    description: Runs the same in check mode; it changes nothing on any node.
+  diff_mode:
+    support: none
+    description: Nothing to diff.
+  action:
+    support: full
+    description: Runs on the controller; no host is contacted.
+"""

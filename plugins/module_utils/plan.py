@@ -24,7 +24,9 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import firewall, render, sandbox, schema
+from packaging.version import Version
+
+from ansible_collections.rlinf.cluster.plugins.module_utils import firewall, render, sandbox, schema, wheelhouse
 from ansible_collections.rlinf.cluster.plugins.module_utils.overlay import OverlayError, overlay_members
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, Problem
 from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import (
@@ -41,6 +43,12 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.topology import (
 
 PLAN_VERSION = 1
 STATE_DIR = "/etc/rlinf/state"
+# Where launch.yml keeps a record of each run (and the outcome the run writes at its end).
+LAUNCH_STATE_DIR = STATE_DIR + "/launches"
+# The controller's state directory, next to the inventory.
+STATE_SUBDIR = ".rlinf"
+# Ray's token authentication (RAY_AUTH_MODE=token) appeared in this release.
+MIN_RAY_AUTH = "2.52.0"
 UNIT_DIR = "/etc/systemd/system"
 # Directories rlinf-ansible owns by convention: an unrecorded file there is an earlier
 # install's, adopted; anywhere else an unrecorded file at a path we would write is the
@@ -48,8 +56,10 @@ UNIT_DIR = "/etc/systemd/system"
 PROJECT_DIRS = ("/etc/rlinf", "/opt/rlinf")
 BOOTSTRAP_GROUP = "easytier_bootstrap"
 MIN_PYTHON = (3, 10)
-# Parts of the plan a record keeps; a change to one of them shows in the record's digest.
-PURPOSES = ("validate", "site", "status", "teardown", "purge", "launch", "remove-node")
+# Purposes that read each node's record of what site.yml decided, and those that decide and
+# render every node's files again (remove-node renders the cluster without the removed node).
+RECORD_PURPOSES = ("status", "teardown", "purge", "launch")
+RENDER_PURPOSES = ("site", "remove-node")
 
 
 # Stage 1 -------------------------------------------------------------------------------
@@ -112,10 +122,51 @@ def _plain(value):
     return value
 
 
-def _controller_defaults(context: Mapping) -> dict:
+def _controller_defaults(context: Mapping, inventory_dir: str = "") -> dict:
+    """Where the controller keeps things, unless set: reports next to the playbooks (artifacts/),
+    state (the generated token, the wheelhouses, code-sync wheels) next to the inventory, so a
+    checkout and an installed collection (whose playbooks live in the install directory) run
+    against one inventory share one token. An inventory without a directory (``-i a,b,``)
+    keeps its state in artifacts/."""
     base = str(context.get("playbook_dir") or ".")
     artifacts = base.rsplit("/", 1)[0] + "/artifacts" if base.endswith("/playbooks") else base + "/artifacts"
-    return {"rlinf_artifacts_dir": artifacts}
+    inventory_dir = str(context.get("inventory_dir") or inventory_dir or "").rstrip("/")
+    state = f"{inventory_dir}/{STATE_SUBDIR}" if inventory_dir else artifacts
+    return {"rlinf_artifacts_dir": artifacts, "rlinf_state_dir": state}
+
+
+def _host_value(reader: _Reader, key: str) -> str:
+    """A magic variable of a host (``inventory_dir``, ``inventory_file``), or ""."""
+    try:
+        value = reader.raw.get(key) if hasattr(reader.raw, "get") else None
+    except Exception:  # an unusual hostvars object
+        value = None
+    return str(value) if value else ""
+
+
+def _inventory_dir(reader: _Reader) -> str:
+    """Ansible's ``inventory_dir`` of a host (the directory of the inventory source that defines it)."""
+    return _host_value(reader, "inventory_dir")
+
+
+def controller_paths(reader: _Reader, context: Mapping) -> dict:
+    """The controller's files and directories for this inventory."""
+    defaults = _controller_defaults(context, _inventory_dir(reader))
+    artifacts = reader["rlinf_artifacts_dir"] or defaults["rlinf_artifacts_dir"]
+    state = reader["rlinf_state_dir"] or defaults["rlinf_state_dir"]
+    token_file = reader["ray_auth_controller_token_file"] or state + "/secrets/ray-auth-token"
+    # Before the state moved next to the inventory, the token was generated under artifacts/.
+    legacy = artifacts + "/secrets/ray-auth-token"
+    return {
+        "artifacts_dir": artifacts,
+        "state_dir": state,
+        "wheelhouse_dir": reader["python_env_wheelhouse_dir"] or state + "/wheelhouse",
+        "token_file": token_file,
+        "legacy_token_file": "" if reader["ray_auth_controller_token_file"] or legacy == token_file else legacy,
+        "code_wheel_dir": reader["code_sync_wheel_dir"] or state + "/code-sync",
+        "report_path": reader["cluster_report_path"] or artifacts + "/cluster-report.json",
+        "plan_path": reader["cluster_plan_path"] or artifacts + "/cluster-plan.json",
+    }
 
 
 def _ports(reader: _Reader, role: str) -> dict:
@@ -169,6 +220,7 @@ def _node_paths(reader: _Reader) -> dict:
         "code_wheel_dir": reader["code_sync_node_wheel_dir"],
         "code_record_dir": reader["code_sync_node_record_dir"],
         "launch_log_dir": reader["rlinf_launch_log_dir"],
+        "launch_state_dir": LAUNCH_STATE_DIR,
     }
 
 
@@ -376,11 +428,15 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         raise PlanError(problems)
     nodes: dict[str, dict] = {}
     machine_owner: dict[str, str] = {}
+    # Ray nodes of one machine share its venv (when they name the same one): the first by rank
+    # installs it, so two pip runs never write one venv at once.
+    venv_owner: dict[tuple, str] = {}
     for topo_node in topo:
         name = topo_node["name"]
         reader = readers[name]
         role = topo_node["role"]
         machine_owner.setdefault(topo_node["machine"], name)
+        venv_owner.setdefault((topo_node["machine"], reader["rlinf_venv_dir"]), name)
         node = {
             "name": name,
             "rank": topo_node["rank"],
@@ -388,6 +444,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
             "address": topo_node["address"],
             "machine": topo_node["machine"],
             "machine_owner": machine_owner[topo_node["machine"]] == name,
+            "installs_venv": venv_owner[(topo_node["machine"], reader["rlinf_venv_dir"])] == name,
             "node_groups": topo_node["node_groups"],
             "node_group": topo_node["node_group"],
             "gpus": topo_node["gpus"],
@@ -442,6 +499,9 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         "num_nodes": len(order),
         "ray_version": head_reader["rlinf_ray_version"],
         "requirements": _requirements(head_reader),
+        # Installed without their declared dependencies (pip --no-deps); the venv must hold both sets.
+        "no_deps_requirements": head_reader["python_env_no_deps_packages"],
+        "pip_extra_args": head_reader["python_env_pip_extra_args"],
         "index_url": head_reader["python_env_index_url"],
         "auth": head_reader["ray_auth_enabled"],
         "overlay": overlay_on,
@@ -459,16 +519,17 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         },
         "members": [m["name"] for m in members.values()] if overlay_on else [],
     }
-    controller = _controller_defaults(context)
-    artifacts = head_reader["rlinf_artifacts_dir"] or controller["rlinf_artifacts_dir"]
-    cluster["controller"] = {
-        "artifacts_dir": artifacts,
-        "wheelhouse_dir": head_reader["python_env_wheelhouse_dir"] or artifacts + "/wheelhouse",
-        "token_file": head_reader["ray_auth_controller_token_file"] or artifacts + "/secrets/ray-auth-token",
-        "code_wheel_dir": head_reader["code_sync_wheel_dir"] or artifacts + "/code-sync",
-        "report_path": head_reader["cluster_report_path"] or artifacts + "/cluster-report.json",
-        "plan_path": head_reader["cluster_plan_path"] or artifacts + "/cluster-plan.json",
-    }
+    cluster["controller"] = controller_paths(head_reader, context)
+    if cluster["auth"] and Version(cluster["ray_version"]) < Version(MIN_RAY_AUTH):
+        problems.append(
+            Problem(
+                None,
+                f"rlinf_ray_version={cluster['ray_version']!r} has no token authentication (Ray has it from "
+                f"{MIN_RAY_AUTH}) and ray_auth_enabled is true; pin {MIN_RAY_AUTH} or later, or turn "
+                "ray_auth_enabled off (only behind a firewall: anyone who reaches Ray's ports runs code on every "
+                "node).",
+            )
+        )
     if cluster["code_sync"] != "none" and not cluster["src"]:
         problems.append(
             Problem(
@@ -482,6 +543,15 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
 
     run = {var.name: head_reader.get(var) for var in schema.VARS if var.scope == "run"}
     _purpose_checks(purpose, run, order, nodes, problems)
+    removal = None
+    if purpose == "remove-node" and not problems:
+        # From here on the plan is the cluster without the removed node.
+        name = run["node"].strip()
+        removal = removal_plan(name, order, nodes, topo)
+        order, nodes, topo = removal.pop("order"), removal.pop("nodes"), removal.pop("topo")
+        removal["inventory_file"] = _host_value(readers[name], "inventory_file")
+        removal["summary"] = removal_summary(removal, len(order))
+        cluster["num_nodes"] = len(order)
 
     config_report = _config_check(run, topo, problems)
     if problems:
@@ -496,7 +566,75 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         "warnings": topology_warnings(groups, hostvars) + config_report.get("warnings", []),
         "config_cluster": config_report.get("cluster"),
     }
+    if removal is not None:
+        plan["removal"] = removal
     return plan
+
+
+def removal_plan(name: str, order: Sequence[str], nodes: Mapping[str, dict], topo: Sequence[Mapping]) -> dict:
+    """The cluster without worker ``name``: RLinf needs ranks 0..n-1 with no gap, so every rank
+    above the removed one moves down by one; the nodes below it keep theirs (and their Ray).
+
+    Returns the new ``order``, ``nodes`` and ``topo`` (for the RLinf config check), and what
+    changed: ``node`` and ``rank`` (the removed one), ``node_plan`` (its plan entry, for
+    stopping it), ``renumbered`` (``name``, ``from``, ``to``) and ``explicit`` (the renumbered
+    hosts whose rank the inventory sets with ``rlinf_node_rank``: the operator changes those)."""
+    removed_rank = nodes[name]["rank"]
+    explicit_hosts = {t["name"] for t in topo if t.get("explicit_rank") is not None}
+    kept: dict[str, dict] = {}
+    renumbered = []
+    for other in order:
+        if other == name:
+            continue
+        node = dict(nodes[other])
+        if node["rank"] > removed_rank:
+            renumbered.append({"name": other, "from": node["rank"], "to": node["rank"] - 1})
+            node["rank"] -= 1
+        kept[other] = node
+    # A machine whose first Ray node goes keeps an owner (it applies the machine's firewall).
+    owners: set[str] = set()
+    for other in sorted(kept, key=lambda n: kept[n]["rank"]):
+        node = kept[other]
+        node["machine_owner"] = node["machine"] not in owners
+        owners.add(node["machine"])
+    new_order = sorted(kept, key=lambda n: kept[n]["rank"])
+    ranks = {n: kept[n]["rank"] for n in new_order}
+    return {
+        "node": name,
+        "rank": removed_rank,
+        "node_plan": dict(nodes[name]),
+        "renumbered": renumbered,
+        "explicit": [r["name"] for r in renumbered if r["name"] in explicit_hosts],
+        "order": new_order,
+        "nodes": kept,
+        "topo": [dict(t, rank=ranks[t["name"]]) for t in topo if t["name"] != name],
+    }
+
+
+def removal_summary(removal: Mapping, remaining: int) -> list[str]:
+    """What remove-node.yml does and the inventory change it needs, one line each."""
+    name = removal["node"]
+    lines = [f"{name} (rank {removal['rank']}) leaves the cluster: its Ray stops there, its files stay."]
+    moved = removal["renumbered"]
+    if moved:
+        changes = ", ".join(f"{r['name']} {r['from']} -> {r['to']}" for r in moved)
+        lines.append(
+            f"Ranks above it move down so they stay 0..{remaining - 1}: {changes}; Ray restarts there (a rank is "
+            "read at `ray start`). Every other node keeps its rank and its Ray."
+        )
+    else:
+        lines.append("No other rank changes: no other node restarts.")
+    where = f" in {removal['inventory_file']}" if removal.get("inventory_file") else ""
+    change = f"Then change the inventory{where}: delete {name} from ray_workers"
+    if removal["explicit"]:
+        ranks = {r["name"]: r["to"] for r in moved}
+        change += " and set " + ", ".join(f"rlinf_node_rank: {ranks[n]} on {n}" for n in removal["explicit"])
+    lines.append(
+        change + f"; and set cluster.num_nodes: {remaining} in your RLinf config (the block below). Until then "
+        f"site.yml would add {name} back at rank {removal['rank']}"
+        + (" and move the ranks above it up again." if moved else ".")
+    )
+    return lines
 
 
 def _requirements(reader: _Reader) -> list[str]:
@@ -757,7 +895,7 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
     order = plan["order"]
     head = order[0]
     resolved: dict[str, dict] = {}
-    if purpose == "site" and head not in probes:
+    if purpose in RENDER_PURPOSES and head not in probes:
         problems.append(
             Problem(
                 None,
@@ -771,11 +909,12 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
         if probe is None:
             continue
         entry = dict(node)
-        if purpose in ("status", "teardown", "purge", "launch", "remove-node"):
+        if purpose in RECORD_PURPOSES:
             record = probe.get("record") or {}
             entry["ip"] = record.get("ip", "")
             entry["ip_source"] = "record" if record else "none"
-            entry["comm_device"] = record.get("comm_device", "")
+            # What the inventory names now wins, so status shows a NIC changed but not yet applied.
+            entry["comm_device"] = node["device"] or record.get("comm_device", "")
             entry["deployed"] = bool(record)
             resolved[name] = entry
             continue
@@ -796,7 +935,7 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
             )
         resolved[name] = entry
 
-    if purpose == "site":
+    if purpose in RENDER_PURPOSES:
         versions = {
             n: (probes[n].get("python") or {}).get("version")
             for n in resolved
@@ -821,12 +960,51 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
         head_port = plan["nodes"][head]["ports"]["ray_port"]
         out["cluster"] = dict(cluster, head_ip=head_ip, head_port=head_port, head_address=f"{head_ip}:{head_port}")
     for name, entry in resolved.items():
-        if purpose == "site" and head in resolved:
+        if purpose in RENDER_PURPOSES and head in resolved:
             entry.update(_rendered(entry, out, probes[name]))
         out["nodes"][name] = entry
+    if purpose in RENDER_PURPOSES:
+        out["wheelhouses"] = wheelhouse_builds(out, {n: probes[n] for n in resolved})
     out["expected_nodes"] = expected_nodes(out)
     out["purpose"] = purpose
     return out
+
+
+def wheelhouse_builds(plan: dict, probes: Mapping[str, Mapping]) -> list[dict]:
+    """What the controller downloads before any node changes: one wheelhouse per Python and
+    architecture among the nodes whose venv lacks the pinned set (a new Ray pin: every node).
+
+    Sets each probed node's ``venv_install`` (pip runs there) and ``wheelhouse_key``; returns the
+    downloads (``key``, ``dir``, ``args``, ``stamp``, ``hosts``), none with an index the nodes reach.
+    A wheelhouse is kept per platform and grows with each pin: pip downloads only what is new, and
+    the stamp (requirements and platform) says a set is complete."""
+    cluster = plan["cluster"]
+    builds: dict[str, dict] = {}
+    wanted = []
+    for name, probe in probes.items():
+        node = plan["nodes"][name]
+        python = probe.get("python") or {}
+        node["venv_install"] = not (probe.get("venv") or {}).get("satisfied", False) and node.get("installs_venv", True)
+        if not python.get("version") or not python.get("machine") or not python.get("glibc"):
+            node["wheelhouse_key"] = ""
+            continue
+        node["wheelhouse_key"] = wheelhouse.wheelhouse_key(python)
+        if node["venv_install"] and not cluster["index_url"]:
+            wanted.append((name, python))
+    for platform in wheelhouse.wheelhouse_platforms([python for _name, python in wanted]):
+        args = wheelhouse.pip_download_args(platform["python_version"], platform["machine"], platform["glibc"])
+        no_deps = ["--no-deps", *cluster["no_deps_requirements"]] if cluster.get("no_deps_requirements") else []
+        stamp = hashlib.sha1(" ".join(cluster["requirements"] + no_deps + args).encode()).hexdigest()
+        builds[platform["key"]] = {
+            "key": platform["key"],
+            "dir": f"{cluster['controller']['wheelhouse_dir']}/{platform['key']}",
+            "args": args,
+            "stamp": stamp,
+            "python": platform["python_version"],
+            "machine": platform["machine"],
+            "hosts": [name for name, python in wanted if wheelhouse.wheelhouse_key(python) == platform["key"]],
+        }
+    return [builds[key] for key in sorted(builds)]
 
 
 def node_env(node: Mapping, plan: Mapping) -> dict:
@@ -926,6 +1104,7 @@ def expected_nodes(plan: Mapping) -> list[dict]:
         env = {}
         if node.get("comm_device"):
             env["RLINF_COMM_NET_DEVICES"] = node["comm_device"]
+            entry["comm_device"] = node["comm_device"]
         env["RAY_AUTH_MODE"] = "token" if plan["cluster"]["auth"] else "disabled"
         entry["env"] = env
         out.append(entry)
@@ -953,3 +1132,98 @@ def summary(plan: Mapping) -> dict:
             }
         )
     return {"version": plan["version"], "cluster": plan["cluster"], "nodes": nodes}
+
+
+# Restarts and the drivers they would hurt --------------------------------------------
+
+
+def restarts(plan: Mapping, states: Mapping[str, Mapping], every: str = "") -> dict[str, list[str]]:
+    """Which Ray nodes this run would restart or stop, and why, in rank order.
+
+    ``states`` maps each node of the run to what preflight and the dry write found: ``active``
+    (its Ray unit runs), ``files`` (the node's files a write would change, when one of them
+    restarts Ray), ``venv`` (what the venv lacks of the pinned set: pip would install), ``code``
+    (a new code-sync wheel would be installed). A node whose Ray is not running only starts:
+    nothing attached to it can be hurt. A restarted head restarts every running worker (they
+    do not rejoin a new head promptly). With ``plan['removal']`` the removed node stops. With
+    ``every`` (rebuild.yml's teardown) every running node restarts for that reason.
+    """
+    head = plan["order"][0]
+    found: dict[str, list[str]] = {}
+    removal = plan.get("removal") or {}
+    if removal:
+        found[removal["node"]] = [f"it is removed from the cluster (rank {removal['rank']}): its Ray stops"]
+    renumbered = {r["name"]: r for r in removal.get("renumbered", [])}
+    for name in plan["order"]:
+        state = states.get(name)
+        if not state or not state.get("active"):
+            continue
+        reasons = [every] if every else []
+        if name in renumbered:
+            reasons.append(f"its rank changes from {renumbered[name]['from']} to {renumbered[name]['to']}")
+        if state.get("files"):
+            reasons.append("its files change (" + ", ".join(state["files"]) + ")")
+        if state.get("venv"):
+            reasons.append("its venv changes (" + "; ".join(state["venv"]) + ")")
+        if state.get("code"):
+            reasons.append("a new code-sync wheel is installed into its venv")
+        if reasons:
+            found[name] = reasons
+    if head in found:
+        for name in plan["order"][1:]:
+            if (states.get(name) or {}).get("active"):
+                found.setdefault(name, []).append("the head restarts (workers rejoin a new head only when restarted)")
+    order = list(plan["order"])
+    if removal:
+        order.insert(removal["rank"], removal["node"])
+    return {name: found[name] for name in order if name in found}
+
+
+def _driver_text(driver: Mapping) -> str:
+    if driver.get("kind") == "unreadable":
+        return (
+            f"possibly a driver: the job table of the Ray head at {driver.get('address')} could not be read "
+            f"({driver.get('error')})"
+        )
+    if driver.get("kind") == "launch":
+        parts = [f"unit {driver['unit']}"]
+        if driver.get("entry"):
+            parts.append(f"running {driver['entry']!r}")
+        if driver.get("started_at"):
+            parts.append(f"since {driver['started_at']}")
+        if driver.get("job_id"):
+            parts.append(f"Ray job {driver['job_id']}")
+        return "RLinf driver " + driver["unit"] + " (" + ", ".join(parts[1:] or parts) + ")"
+    where = f"pid {driver.get('driver_pid')} on {driver.get('driver_ip')}"
+    what = f": {driver['command']}" if driver.get("command") else ""
+    namespace = f", namespace {driver['namespace']}" if driver.get("namespace") else ""
+    return f"Ray job {driver.get('job_id')} (driver {where}{what}{namespace})"
+
+
+def restart_verdict(planned: Mapping[str, Sequence[str]], drivers: Sequence[Mapping], allow: bool) -> dict:
+    """Whether the restarts this run would make may go ahead while ``drivers`` run.
+
+    Returns ``refused`` and ``msg``: the drivers, the nodes that would restart and why, and
+    the ways out. Nothing restarts, nothing is refused; no driver, nothing is refused."""
+    if not planned:
+        return {"refused": False, "msg": "no Ray node restarts in this run"}
+    nodes = "; ".join(f"{name}: {', '.join(reasons)}" for name, reasons in planned.items())
+    if not drivers:
+        return {"refused": False, "msg": f"no RLinf driver runs; restarting Ray on {nodes}"}
+    listed = "; ".join(_driver_text(d) for d in drivers)
+    if allow:
+        return {
+            "refused": False,
+            "msg": f"rlinf_allow_restart=true: restarting Ray although {listed} runs (it will fail); {nodes}",
+        }
+    count = len(drivers)
+    return {
+        "refused": True,
+        "msg": (
+            f"{'An RLinf driver is' if count == 1 else f'{count} drivers are'} attached to the cluster: {listed}. "
+            f"This run would restart Ray on {len(planned)} node{'s' if len(planned) != 1 else ''} and the driver "
+            f"would fail: {nodes}. Ray was restarted nowhere and no Ray setting was written. Wait until the "
+            "driver ends (status.yml lists it), stop it (systemctl stop UNIT on the head), or re-run with "
+            "-e rlinf_allow_restart=true to restart anyway."
+        ),
+    }

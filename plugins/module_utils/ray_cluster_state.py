@@ -267,11 +267,6 @@ def match_nodes(
     }
 
 
-def membership_complete(expected: Sequence[Mapping], raw_nodes: Iterable[Mapping]) -> bool:
-    """True when every expected IP has an ALIVE node (the poll loop's stop condition)."""
-    return not match_nodes(expected, raw_nodes)["missing"]
-
-
 # --------------------------------------------------------------------------- evaluation
 
 
@@ -311,8 +306,12 @@ def evaluate(
     env_keys: Sequence[str] = DEFAULT_ENV_KEYS,
     probed: bool = True,
     expected_totals: Mapping[str, float] | None = None,
+    ray_version: str | None = None,
 ) -> dict:
     """Compare the cluster with the expected nodes.
+
+    With ``ray_version`` (the pin), every probed node must run exactly that Ray: after a pin
+    changes, a node still on the old one (not restarted, or its install failed) is named.
 
     ``expected`` must come from normalize_expected(). ``probes`` maps a node_id to the
     result of the task pinned to that node: {"env", "python", "python_executable",
@@ -480,7 +479,16 @@ def evaluate(
                     "(re-run site.yml).",
                 )
 
-    # Versions: identical everywhere (extra nodes included when probed).
+    # Versions: the pinned Ray on every probed node, and identical everywhere (extra nodes included).
+    if ray_version:
+        for exp, probe in probed_entries:
+            running = probe.get("ray_version")
+            if running and running != ray_version:
+                add(
+                    exp["name"],
+                    f"{_label(exp)}: runs Ray {running} but rlinf_ray_version pins {ray_version}; re-run site.yml "
+                    "(it installs the pin and restarts Ray there).",
+                )
     for sentence in _consistency_problems(
         probed_entries,
         "ray_version",

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 
 
-def read_ray_env(path):
-    """RAY_* assignments of an env file (systemd EnvironmentFile syntax, simple subset)."""
+def read_env_file(path):
+    """Every assignment of an env file (systemd EnvironmentFile syntax, simple subset)."""
     values = {}
     if not path or not os.path.isfile(path):
         return values
@@ -25,6 +25,10 @@ def read_ray_env(path):
             value = value.strip()
             if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
                 value = value[1:-1]
-            if key.startswith("RAY_"):
-                values[key] = value
+            values[key] = value
     return values
+
+
+def read_ray_env(path):
+    """RAY_* assignments of an env file."""
+    return {key: value for key, value in read_env_file(path).items() if key.startswith("RAY_")}

@@ -206,7 +206,8 @@ def integer(low: int | None = None, high: int | None = None, unit: str = "") -> 
         except ValueError:
             raise Bad("is not a whole number", f"write a whole number{_range_text(low, high)}") from None
         if (low is not None and number < low) or (high is not None and number > high):
-            raise Bad(f"is outside {_range_text(low, high).strip()}", f"write a number{_range_text(low, high)}{unit}")
+            span = _range_text(low, high).strip().removeprefix("in ")
+            raise Bad(f"is outside {span}", f"write a number{_range_text(low, high)}{unit}")
         return number
 
     return rule
@@ -665,6 +666,33 @@ def ray_argument(managed: Mapping[str, str]) -> Rule:
         return result
 
     return rule
+
+
+_PIP_ELSEWHERE = (
+    "--index-url",
+    "--extra-index-url",
+    "--find-links",
+    "--trusted-host",
+    "--no-index",
+    "--target",
+    "--prefix",
+    "--root",
+    "--user",
+    "--src",
+    "--requirement",
+    "--constraint",
+    "--editable",
+)
+
+
+def pip_option(value):
+    """One `pip install` option; never one that changes where pip looks or installs."""
+    result = text(empty=False)(value)
+    if not re.match(r"^--[a-z][a-z0-9-]*(=\S+)?$", result):
+        raise Bad("is not one pip option (--flag or --flag=value)", "write one option per list item, e.g. --no-compile")
+    if result.split("=", 1)[0] in _PIP_ELSEWHERE:
+        raise Bad("changes where pip looks for or puts packages", "set python_env_index_url for a mirror")
+    return result
 
 
 def join_batch(value):

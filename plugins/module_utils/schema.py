@@ -88,6 +88,20 @@ VARS = (
         "cluster",
         "a list of name==version, one requirement per item, no pip option or URL",
     ),
+    Var(
+        "python_env_no_deps_packages",
+        [],
+        r.list_of(r.requirement, "requirements"),
+        "cluster",
+        "a list of name==version, one requirement per item, no pip option or URL",
+    ),
+    Var(
+        "python_env_pip_extra_args",
+        [],
+        r.list_of(r.pip_option, "pip options"),
+        "cluster",
+        "a list of pip options (--flag[=value]); none that changes where pip looks",
+    ),
     Var("python_env_ray_extras", ["default"], r.list_of(r.extra_name, "extras"), "cluster", "a list of extra names"),
     Var("python_env_index_url", "", r.url, "cluster", "empty, or an http(s) index URL the nodes reach"),
     Var("python_env_node_wheelhouse_dir", "/opt/rlinf/wheelhouse", r.node_path, "node", _NODE_PATH),
@@ -285,7 +299,15 @@ VARS = (
     Var("validate_inventory_show", True, r.boolean, "run", _BOOL),
     Var("cluster_plan_path", None, r.optional_controller_path, "run", "a path on the controller"),
     Var("cluster_report_path", "", r.optional_controller_path, "cluster", "a path on the controller"),
-    # Controller directories (the defaults are computed from the playbook's location)
+    # Controller directories (the plan computes the defaults: the state next to the inventory,
+    # the reports next to the playbooks)
+    Var(
+        "rlinf_state_dir",
+        "",
+        r.optional_controller_path,
+        "cluster",
+        "empty (<inventory_dir>/.rlinf), or a directory on the controller",
+    ),
     Var("rlinf_artifacts_dir", "", r.optional_controller_path, "cluster", "a directory on the controller"),
     Var("python_env_wheelhouse_dir", "", r.optional_controller_path, "cluster", "a directory on the controller"),
     Var("ray_auth_controller_token_file", "", r.optional_controller_path, "cluster", "a path on the controller"),
@@ -293,6 +315,25 @@ VARS = (
     # launch.yml and remove-node.yml
     Var("rlinf_entry", "", r.text(), "run", "one line: the command launch.yml runs on the head"),
     Var("node", "", r.text(), "run", "an inventory host name (remove-node.yml)"),
+    # The readiness check (-e rlinf_readiness=true)
+    Var("rlinf_readiness", False, r.boolean, "run", _BOOL),
+    Var("readiness_timeout", 60, r.integer(1), "cluster", "seconds, >= 1"),
+    Var("readiness_connect_timeout", 5, r.number(above=0), "cluster", "seconds, > 0"),
+    Var(
+        "readiness_sizes",
+        [1024, 1048576, 16777216],
+        r.list_of(r.integer(1), "sizes"),
+        "cluster",
+        "a list of byte counts >= 1",
+    ),
+    Var("readiness_iterations", 5, r.integer(1), "cluster", "a whole number >= 1"),
+    Var("readiness_nccl", True, r.boolean, "cluster", _BOOL),
+    Var("readiness_rlinf_attach", "auto", r.choice("auto", "always", "never"), "cluster", "auto, always or never"),
+    Var("readiness_rlinf_timeout", 60, r.integer(1), "cluster", "seconds, >= 1"),
+    Var("readiness_num_nodes", 0, r.integer(0), "cluster", "0 (every node) or a count"),
+    Var("remove_node_confirm", "", r.text(), "run", "'yes' skips remove-node.yml's prompt"),
+    # Day-2 safety
+    Var("rlinf_allow_restart", False, r.boolean, "run", _BOOL + ": restart Ray although an RLinf driver runs"),
     # Teardown
     Var("teardown_purge", False, r.boolean, "run", _BOOL),
     Var("teardown_confirm", "", r.text(), "run", "'yes' skips the prompt"),
@@ -376,6 +417,8 @@ TOPOLOGY_VARS = (
     "rlinf_node_groups",
     "rlinf_gpus_per_node",
     "rlinf_cuda_visible_devices",
+    "rlinf_gpu_isolated",
+    "rlinf_accelerator_type",
 )
 
 BY_NAME = {var.name: var for var in VARS + EASYTIER_VARS}

@@ -19,26 +19,24 @@ description:
     paths that exist and are not ours), and renders each node's environment file, C(ray start)
     arguments, unit and record. For O(purpose=status) and the others that only read, the address is
     the one the node's record keeps.
+  - With O(stage=restarts), after the dry write of each node's files, tells which Ray nodes this run
+    would restart or stop and why (their files, their venv, a code-sync wheel, a restarted head, a
+    node removed by remove-node.yml), reading the hosts' registered results. Given O(drivers) (read
+    on the head by M(rlinf.cluster.ray_drivers)), it also says whether the run may go ahead
+    (C(refused), C(msg)).
+  - With O(purpose=remove-node), the plan is the cluster without the node O(plan) removes (C(removal)).
   - Use it with C(run_once) and C(register); every host of the play then reads its own entry as
     C(<registered>.plan.nodes[inventory_hostname]).
 version_added: 0.2.0
 author:
   - rlinf-ansible maintainers
-attributes:
-  check_mode:
-    support: full
-    description: Computes the same plan in check mode.
-  diff_mode:
-    support: none
-    description: Nothing to diff.
-  action:
-    support: full
-    description: Runs on the controller.
+extends_documentation_fragment:
+  - rlinf.cluster.attributes.controller
 options:
   stage:
-    description: C(static) (before contact) or C(resolve) (after the probe).
+    description: C(static) (before contact), C(resolve) (after the probe) or C(restarts) (before any restart).
     type: str
-    choices: [static, resolve]
+    choices: [static, resolve, restarts]
     default: static
   purpose:
     description: The playbook asking; selects the checks (C(launch) needs C(rlinf_entry), C(remove-node) needs C(node)).
@@ -52,6 +50,26 @@ options:
     description: With O(stage=resolve), the variable each host registered the C(rlinf.cluster.node_state) result in.
     type: str
     default: rlinf_probe
+  files_var:
+    description: With O(stage=restarts), the variable each host registered the dry write of its files in.
+    type: str
+    default: ray_node_files_check
+  code_var:
+    description: With O(stage=restarts), the variable that is true on a host where a code-sync wheel is installed.
+    type: str
+    default: code_sync_install_needed
+  drivers:
+    description: With O(stage=restarts), the drivers attached to the cluster (M(rlinf.cluster.ray_drivers)).
+    type: list
+    elements: dict
+  allow:
+    description: With O(stage=restarts), restart even while a driver runs (C(rlinf_allow_restart)).
+    type: bool
+    default: false
+  every:
+    description: With O(stage=restarts), a reason every running node restarts for (rebuild.yml's teardown).
+    type: str
+    default: ""
   write:
     description:
       - Also write the plan as JSON to C(cluster_plan_path) (default C(artifacts/cluster-plan.json)) - names,
@@ -89,6 +107,23 @@ cluster_block:
   description: With O(stage=static), the C(cluster:) block that matches the inventory.
   returned: success
   type: str
+restarts:
+  description: With O(stage=restarts), the nodes this run would restart or stop, each with its reasons, in rank order.
+  returned: success
+  type: dict
+  sample: {worker1: ["its files change (/etc/rlinf/rlinf.env)"]}
+restart_needed:
+  description: With O(stage=restarts), whether any node would restart or stop.
+  returned: success
+  type: bool
+refused:
+  description: With O(stage=restarts) and O(drivers), whether a driver forbids the restarts.
+  returned: success
+  type: bool
+msg:
+  description: With O(stage=restarts) and O(drivers), the verdict - the drivers, the nodes and why, the ways out.
+  returned: success
+  type: str
 problems:
   description: Every problem found (on failure).
   returned: failure
@@ -96,21 +131,11 @@ problems:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.rlinf.cluster.plugins.module_utils.action_specs import CLUSTER_PLAN, refuse_on_a_node  # noqa: E402
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec={
-            "stage": {"type": "str", "choices": ["static", "resolve"], "default": "static"},
-            "purpose": {"type": "str", "default": "site"},
-            "plan": {"type": "dict"},
-            "probe_var": {"type": "str", "default": "rlinf_probe"},
-            "write": {"type": "bool", "default": False},
-        },
-        supports_check_mode=True,
-    )
-    module.fail_json(msg="rlinf.cluster.cluster_plan runs on the controller as an action plugin, never on a node.")
+    refuse_on_a_node("cluster_plan", CLUSTER_PLAN)
 
 
 if __name__ == "__main__":

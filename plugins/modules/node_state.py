@@ -106,7 +106,7 @@ venv:
   returned: always
   type: dict
 unit:
-  description: C(active) (systemctl is-active) of O(unit).
+  description: C(active) (systemctl is-active) and C(enabled) (systemctl is-enabled says enabled) of O(unit).
   returned: always
   type: dict
 os_units:
@@ -325,6 +325,8 @@ def main():
     if params["unit"]:
         _rc, out, _err = module.run_command(["systemctl", "is-active", params["unit"]])
         result["unit"]["active"] = out.strip() or "unknown"
+        _rc, out, _err = module.run_command(["systemctl", "is-enabled", params["unit"]])
+        result["unit"]["enabled"] = out.strip() == "enabled"
         result["os_units"] = [
             os.path.join(d, params["unit"] + ".service")
             for d in UNIT_DIRS

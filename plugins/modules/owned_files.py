@@ -269,8 +269,13 @@ class Files:
         path, kind = spec.get("path"), spec.get("kind", "file")
         if not isinstance(path, str) or not path.startswith("/") or kind not in ("file", "dir", "tree"):
             self.module.fail_json(msg=f"record: {spec!r} needs an absolute path and a kind of file, dir or tree.")
+        tree = kind == "tree" and os.path.isdir(path) and not self.module.check_mode
+        if tree:
+            # The manifest's own directories are ours too, listed before the tree so that purge
+            # (newest first) removes the tree while its file list is still there.
+            self.ensure_parents(self.manifest)
         self.add(path, kind, spec.get("tag", ""))
-        if kind == "tree" and os.path.isdir(path) and not self.module.check_mode:
+        if tree:
             listing = "\n".join(tree_files(path)) + "\n"
             self.ensure_parents(side_file(self.manifest, path), record=False)
             write_atomic(side_file(self.manifest, path), listing.encode(), 0o644)

@@ -25,6 +25,7 @@ version_added: 0.1.0
 author:
   - rlinf-ansible maintainers
 extends_documentation_fragment:
+  - rlinf.cluster.expected_nodes
   - rlinf.cluster.attributes.read_only
 options:
   address:
@@ -39,43 +40,6 @@ options:
       - Defaults to the host part of O(address) (the driver runs on the head); a hostname that
         resolves to 127.0.0.1 would otherwise attach to the wrong raylet.
     type: str
-  expected_nodes:
-    description: The nodes of the inventory, one dict per node.
-    type: list
-    elements: dict
-    required: true
-    suboptions:
-      name:
-        description: Inventory host name.
-        type: str
-        required: true
-      rank:
-        description: RLinf node rank the inventory gives this host (head is 0).
-        type: int
-        required: true
-      ip:
-        description:
-          - The IP Ray binds to on this host (the plan's resolved address).
-          - Several hosts may share one IP (several Ray nodes on one machine); see O(expected_nodes[].temp_dir).
-        type: str
-        required: true
-      temp_dir:
-        description:
-          - The node's Ray temp dir (C(ray_temp_dir)). It tells apart several Ray nodes on one
-            machine (same IP); a node whose raylet socket lies under it is this host's.
-        type: str
-      resources:
-        description:
-          - "Minimum resources Ray must report on this node, by Ray name, for example
-            C({CPU: 2, GPU: 4, robot: 1})."
-          - Custom resources (anything but CPU, GPU, memory, object_store_memory) must also be
-            absent from the nodes that do not declare them.
-        type: dict
-        default: {}
-      env:
-        description: Extra environment values the Ray workers on this node must read.
-        type: dict
-        default: {}
   expected_totals:
     description:
       - "Cluster-wide minimums over the expected ALIVE nodes, for example C({GPU: 8}): at least
@@ -104,6 +68,12 @@ options:
     type: list
     elements: str
     default: [RLINF_NODE_RANK, RLINF_COMM_NET_DEVICES]
+  ray_version:
+    description:
+      - The Ray version every node must run (the pin, C(rlinf_ray_version)); empty checks only that all nodes
+        run the same one.
+    type: str
+    default: ""
   env_file:
     description:
       - Optional env file (C(KEY=VALUE) lines) of the Ray unit; its C(RAY_*) variables (for example
@@ -238,6 +208,7 @@ import traceback  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
+from ansible_collections.rlinf.cluster.plugins.module_utils.expected_nodes import EXPECTED_NODES  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state import (  # noqa: E402
     DEFAULT_ENV_KEYS,
     ExpectedNodesError,
@@ -485,6 +456,7 @@ class RayClusterCheck:
             env_keys=self.env_keys,
             probed=self.params["probe"],
             expected_totals=totals,
+            ray_version=self.params["ray_version"] or None,
         )
         for key in ("nodes", "missing", "extra", "problems", "totals", "summary"):
             self.result[key] = report[key]
@@ -505,25 +477,14 @@ def build_module():
         argument_spec=dict(
             address=dict(type="str", required=True),
             node_ip=dict(type="str"),
-            expected_nodes=dict(
-                type="list",
-                elements="dict",
-                required=True,
-                options=dict(
-                    name=dict(type="str", required=True),
-                    rank=dict(type="int", required=True),
-                    ip=dict(type="str", required=True),
-                    temp_dir=dict(type="str"),
-                    resources=dict(type="dict", default={}),
-                    env=dict(type="dict", default={}),
-                ),
-            ),
+            expected_nodes=EXPECTED_NODES,
             expected_totals=dict(type="dict", default={}),
             timeout=dict(type="int", default=60),
             poll_interval=dict(type="float", default=1),
             probe=dict(type="bool", default=True),
             env_keys=dict(type="list", elements="str", default=list(DEFAULT_ENV_KEYS)),
             env_file=dict(type="path"),
+            ray_version=dict(type="str", default=""),
             run_as=dict(type="str", default=""),
         ),
         supports_check_mode=True,

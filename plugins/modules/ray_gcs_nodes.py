@@ -22,41 +22,13 @@ version_added: 0.1.0
 author:
   - rlinf-ansible maintainers
 extends_documentation_fragment:
+  - rlinf.cluster.expected_nodes
   - rlinf.cluster.attributes.read_only
 options:
   address:
     description: GCS address of the head, C(ip:port).
     type: str
     required: true
-  expected_nodes:
-    description: The hosts to look for, one dict per host.
-    type: list
-    elements: dict
-    required: true
-    suboptions:
-      name:
-        description: Inventory host name.
-        type: str
-        required: true
-      rank:
-        description: RLinf node rank of the host.
-        type: int
-        required: true
-      ip:
-        description: The IP Ray binds to on this host (the plan's resolved address).
-        type: str
-        required: true
-      temp_dir:
-        description: The host's Ray temp dir (C(ray_temp_dir)); tells apart several Ray nodes on one IP.
-        type: str
-      resources:
-        description:
-          - Not used here; accepted so the plan's expected nodes (which M(rlinf.cluster.ray_cluster_check) reads)
-            pass as they are.
-        type: dict
-      env:
-        description: Not used here; accepted so the plan's expected nodes pass as they are.
-        type: dict
   env_file:
     description:
       - Env file of the Ray unit; its C(RAY_*) variables (C(RAY_AUTH_MODE), C(RAY_AUTH_TOKEN_PATH))
@@ -119,6 +91,7 @@ import os  # noqa: E402 (imports follow the docs, as in every Ansible module)
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
+from ansible_collections.rlinf.cluster.plugins.module_utils.expected_nodes import EXPECTED_NODES  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state import (  # noqa: E402
     ExpectedNodesError,
     alive_nodes,
@@ -165,19 +138,7 @@ def membership(expected, records):
 
 ARGUMENT_SPEC = dict(
     address=dict(type="str", required=True),
-    expected_nodes=dict(
-        type="list",
-        elements="dict",
-        required=True,
-        options=dict(
-            name=dict(type="str", required=True),
-            rank=dict(type="int", required=True),
-            ip=dict(type="str", required=True),
-            temp_dir=dict(type="str"),
-            resources=dict(type="dict"),
-            env=dict(type="dict"),
-        ),
-    ),
+    expected_nodes=EXPECTED_NODES,
     env_file=dict(type="path"),
     timeout=dict(type="int", default=10),
 )

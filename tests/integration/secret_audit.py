@@ -8,7 +8,7 @@ import os
 import stat
 from pathlib import Path
 
-from conftest import ssh
+from lab_helpers import ssh
 
 # Every place on a node the project or Ray writes to (the venvs, Ray's session logs under
 # /tmp, the units, the env file, EasyTier's config), and where a leak would land.

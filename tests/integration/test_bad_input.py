@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
-from conftest import lab_hosts, run_playbook, write_inventory
+from lab_helpers import lab_hosts, run_playbook, write_inventory
 
 pytestmark = pytest.mark.lab
 
 FIRST_PLAY_ON_NODES = "PLAY [Check every node before anything is installed or started]"
+
+
+def said(run) -> str:
+    """The run's output with Ansible's line wrapping undone."""
+    return " ".join(run.stdout.split())
 
 
 def assert_stopped_at_validation(run):
@@ -21,18 +28,25 @@ def test_old_ray_is_refused_before_any_host_is_touched(tmp_path):
     lab_hosts()
     run = run_playbook("site.yml", tmp_path, extravars={"rlinf_ray_version": "2.46.0"})
     assert_stopped_at_validation(run)
-    assert "rlinf_ray_version" in run.stdout and "2.47" in run.stdout
+    assert 'rlinf_ray_version="2.46.0" is not a Ray version >= 2.47.0' in said(run), run.stdout[-3000:]
 
 
 def test_two_heads_are_refused_before_any_host_is_touched(tmp_path):
+    heads = []
+
     def two_heads(groups):
         name, hostvars = next(iter(groups["ray_workers"]["hosts"].items()))
         groups["ray_head"]["hosts"][name] = hostvars
         del groups["ray_workers"]["hosts"][name]
+        heads.extend(groups["ray_head"]["hosts"])
 
     run = run_playbook("site.yml", tmp_path, inventory=write_inventory(tmp_path, two_heads))
     assert_stopped_at_validation(run)
-    assert "ray_head" in run.stdout and "exactly one" in run.stdout
+    refusal = (
+        f"inventory: group 'ray_head' has 2 hosts ({', '.join(heads)}); a Ray cluster has exactly one head: "
+        "keep one and move the others to 'ray_workers'."
+    )
+    assert refusal in said(run), run.stdout[-3000:]
 
 
 def test_missing_head_is_refused(tmp_path):
@@ -41,13 +55,17 @@ def test_missing_head_is_refused(tmp_path):
 
     run = run_playbook("site.yml", tmp_path, inventory=write_inventory(tmp_path, no_head))
     assert_stopped_at_validation(run)
-    assert "ray_head" in run.stdout
+    refusal = "inventory: group 'ray_head' is missing or empty; put exactly one host in 'ray_head'."
+    assert refusal in said(run), run.stdout[-3000:]
 
 
-def test_unreachable_host_is_named_and_nothing_is_started(tmp_path):
-    # 10.89.77.250 is inside the lab's own network and nothing answers there.
+def test_unreachable_host_is_named_and_nothing_is_started(tmp_path, hosts):
+    # .250 of the lab's own network (lab/lab.py numbers hosts from .10): nothing answers there.
+    head = next(iter(hosts.values()))
+    ghost = str(ipaddress.ip_network(f"{head}/24", strict=False).network_address + 250)
+
     def ghost_worker(groups):
-        groups["ray_workers"]["hosts"]["ghost-worker"] = {"ansible_host": "10.89.77.250"}
+        groups["ray_workers"]["hosts"]["ghost-worker"] = {"ansible_host": ghost}
 
     run = run_playbook(
         "site.yml",
@@ -56,6 +74,6 @@ def test_unreachable_host_is_named_and_nothing_is_started(tmp_path):
         extravars={"ansible_ssh_timeout": 3},
     )
     assert run.rc != 0
-    assert "ghost-worker" in run.stdout and "UNREACHABLE" in run.stdout
+    assert "fatal: [ghost-worker]: UNREACHABLE!" in run.stdout, run.stdout[-3000:]
     assert "ghost-worker" in run.stats.get("dark", {})
     assert run.changed() == {}, f"hosts were changed although one node was unreachable: {run.changed()}"

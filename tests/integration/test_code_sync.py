@@ -10,20 +10,20 @@ import subprocess
 import time
 
 import pytest
-from conftest import (
+from lab_helpers import (
     DATA,
     NODE_ENV,
-    SSH_OPTS,
     fake_checkout,
     lab_hosts,
-    lab_key,
     probe_cluster,
     run_playbook,
     ssh,
+    ssh_argv,
     wait_for_alive,
 )
 
-pytestmark = pytest.mark.lab
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 VENV_PY = "/opt/rlinf/venv/bin/python"
 RECORDS = "/opt/rlinf/code-sync-checkouts"
@@ -93,8 +93,8 @@ def test_ray_mode_checks_the_head_and_launch_ships_rlinf(tmp_path):
         # The checkout on the head only: the workers can get rlinf/ only through Ray.
         ssh(head, f"mkdir -p {dest}")
         tar = f"tar -C {shlex.quote(str(src))} -cf - --exclude=.git --exclude=logs ."
-        ssh_cmd = shlex.join(["ssh", "-i", lab_key(), *SSH_OPTS, f"root@{head}"])
-        subprocess.run(f"{tar} | {ssh_cmd} tar -C {dest} -xf -", shell=True, check=True, timeout=60)
+        ssh_cmd = shlex.join(ssh_argv(head, f"tar -C {dest} -xf -"))
+        subprocess.run(f"{tar} | {ssh_cmd}", shell=True, check=True, timeout=60)
         ok = run_playbook("tests/integration/data/code_sync.yml", tmp_path, extravars=extra)
         assert ok.rc == 0, ok.stdout[-3000:]
         assert sum(ok.changed().values()) == 0, ok.changed()

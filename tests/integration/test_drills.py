@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import (
+from lab_helpers import (
     NODE_ENV,
     lab_container,
     probe_cluster,
@@ -23,7 +23,8 @@ from conftest import (
 )
 from secret_audit import controller_files_holding, node_audit, node_leaks
 
-pytestmark = pytest.mark.lab
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 VENV_PYTHON = "/opt/rlinf/venv/bin/python"
 
@@ -116,7 +117,7 @@ def test_host_unreachable_mid_run_is_named_and_the_others_finish(tmp_path, hosts
         assert f"{lost_name}: failed or became unreachable during this run" in said, run.stdout[-3000:]
         assert f"Make {lost_name} reachable" in said and "then re-run site.yml" in said
         # The other hosts ran to the end: Ray started on both, the check ran on the head.
-        start = "Start Ray, or restart it when its unit, environment or venv changed"
+        start = "Start Ray, or restart it when its files, venv or head changed"
         assert start in reached_by.get(head_name, []) and start in reached_by.get(other_name, [])
         assert "Check the Ray cluster against the inventory" not in reached_by.get(lost_name, [])
         for address in (head, other):

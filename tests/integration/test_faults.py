@@ -1,6 +1,6 @@
 """Faults made behind Ansible's back on the lab: status names them, site.yml repairs them.
 
-Runs after test_lifecycle.py (file order) on a healthy lab and leaves it healthy.
+Each test starts on the lab's healthy cluster (the cluster fixture) and repairs what it broke.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import (
+from lab_helpers import (
     probe_cluster,
     repaired_by_site,
     run_playbook,
@@ -18,7 +18,8 @@ from conftest import (
     write_inventory,
 )
 
-pytestmark = pytest.mark.lab
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 
 def test_stopped_worker_is_named_with_its_rank_and_site_brings_it_back(tmp_path, hosts):

@@ -10,9 +10,10 @@ import socket
 import time
 
 import pytest
-from conftest import run_playbook, ssh, wait_for_alive, write_inventory
+from lab_helpers import run_playbook, ssh, wait_for_alive, write_inventory
 
-pytestmark = pytest.mark.lab
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 GCS, CLIENT, SSH = 6379, 10001, 22
 TABLE = "nft list table inet rlinf"

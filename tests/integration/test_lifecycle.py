@@ -1,12 +1,16 @@
 """site.yml, a no-op re-run, an env change, teardown, rebuild and purge on the real lab.
 
-The tests run in file order and share the lab: each one leaves the cluster up for the next.
+Independent of each other and of file order: a test that needs a running cluster asks for the
+cluster fixture (checked, repaired only when broken); site.yml and rebuild.yml start from
+whatever the lab is.
 """
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from conftest import fake_checkout, probe_cluster, ray_processes, run_playbook, ssh, wait_for_alive
+from lab_helpers import fake_checkout, probe_cluster, ray_processes, run_playbook, ssh, wait_for_alive
 
 pytestmark = pytest.mark.lab
 
@@ -40,10 +44,15 @@ def test_site_brings_up_every_node_with_its_inventory_rank(tmp_path, hosts, head
     assert run.rc == 0, run.stdout[-3000:]
     nodes = wait_for_alive(head, len(hosts))
     assert_ranks_follow_inventory(nodes, hosts)
-    assert "rank" in run.stdout and all(name in run.stdout for name in hosts)
+    # The run ends with the check's table: one row per host with its rank, address and state.
+    for rank, (name, address) in enumerate(hosts.items()):
+        row = rf"\b{rank}\s+{re.escape(name)}\s+{re.escape(address)}\s+ALIVE\b"
+        assert re.search(row, run.stdout), run.stdout[-3000:]
+    summary = f"OK: {len(hosts)}/{len(hosts)} nodes ALIVE at {head}:6379, ranks 0-{len(hosts) - 1} match the inventory"
+    assert summary in " ".join(run.stdout.split()), run.stdout[-3000:]
 
 
-def test_second_run_changes_nothing_and_restarts_nothing(tmp_path, hosts, head):
+def test_second_run_changes_nothing_and_restarts_nothing(tmp_path, cluster, hosts, head):
     before = {ip: n["node_id"] for ip, n in wait_for_alive(head, len(hosts)).items()}
     run = run_playbook("site.yml", tmp_path)
     assert run.rc == 0, run.stdout[-3000:]
@@ -52,7 +61,7 @@ def test_second_run_changes_nothing_and_restarts_nothing(tmp_path, hosts, head):
     assert after == before
 
 
-def test_env_change_restarts_ray_and_reaches_the_workers(tmp_path, hosts, head):
+def test_env_change_restarts_ray_and_reaches_the_workers(tmp_path, cluster, hosts, head):
     run = run_playbook("site.yml", tmp_path, extravars={"rlinf_env_vars": {"RLINF_LOG_LEVEL": "DEBUG"}})
     assert run.rc == 0, run.stdout[-3000:]
     nodes = wait_for_alive(head, len(hosts))
@@ -65,7 +74,7 @@ def test_env_change_restarts_ray_and_reaches_the_workers(tmp_path, hosts, head):
     assert all("RLINF_LOG_LEVEL" not in n["env"] for n in nodes.values())
 
 
-def test_teardown_stops_ray_everywhere_and_keeps_files(tmp_path, hosts):
+def test_teardown_stops_ray_everywhere_and_keeps_files(tmp_path, cluster, hosts):
     run = run_playbook("teardown.yml", tmp_path)
     assert run.rc == 0, run.stdout[-3000:]
     for name, address in hosts.items():
@@ -80,7 +89,7 @@ def test_rebuild_restores_the_cluster(tmp_path, hosts, head):
     assert_ranks_follow_inventory(wait_for_alive(head, len(hosts)), hosts)
 
 
-def test_purge_removes_what_we_installed_and_keeps_user_data(tmp_path, hosts, head, synced_checkout):
+def test_purge_removes_what_we_installed_and_keeps_user_data(tmp_path, cluster, hosts, head, synced_checkout):
     worker = list(hosts.values())[1]
     ssh(worker, "mkdir -p /opt/rlinf/checkpoints && echo step-100 > /opt/rlinf/checkpoints/ckpt.txt")
     # The synced checkout: code_sync created it on every node but the last, where the

@@ -9,10 +9,11 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import CONTROLLER_TOKEN, ROOT, run_playbook, ssh
+from lab_helpers import CONTROLLER_TOKEN, LAB_STATE, ROOT, run_playbook, ssh
 from secret_audit import controller_files_holding, controller_processes_holding, node_audit, node_leaks
 
-pytestmark = pytest.mark.lab
+# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 NODE_TOKEN = "/etc/rlinf/ray-auth-token"
 
@@ -45,7 +46,7 @@ def test_after_a_full_run_the_token_is_only_in_0600_files(tmp_path, hosts):
     if seen_on_controller:
         leaks["controller processes during the run"] = seen_on_controller
     # What the project keeps on the controller: only the 0600 token file may hold it.
-    controller = controller_files_holding(secret, ROOT / "artifacts", ROOT / ".lab")
+    controller = controller_files_holding(secret, ROOT / "artifacts", ROOT / ".lab", LAB_STATE)
     loose = {path: mode for path, mode in controller.items() if mode != "600"}
     if loose:
         leaks["controller files not 0600"] = loose

@@ -1,3 +1,5 @@
+"""plugins/module_utils/env_file.py (the writer) and ray_env.py (the modules' reader of RAY_*)."""
+
 import pytest
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.env_file import (
@@ -5,6 +7,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.env_file import (
     env_problems,
     render_env,
 )
+from ansible_collections.rlinf.cluster.plugins.module_utils.ray_env import read_ray_env
 
 
 def test_renders_in_order_single_quoted():
@@ -46,4 +49,30 @@ def test_refuses_what_systemd_and_sh_read_differently(variables, fragment):
 
 def test_reports_every_problem():
     problems = env_problems({"1A": "x", "B": "'", "C": "fine"})
-    assert len(problems) == 2
+    assert problems == [
+        "rlinf_env_vars: '1A' is not a valid environment variable name (letters, digits and '_', not starting "
+        "with a digit).",
+        "rlinf_env_vars: the value of B contains a quote, backslash or newline; systemd and the shell read those "
+        "differently, so use a plain value.",
+    ]
+
+
+# Values whose meaning a careless writer or reader would change: spaces, $, #, =, %, empty.
+AWKWARD = {
+    "RLINF_NODE_RANK": 0,
+    "RAY_AUTH_MODE": "token",
+    "RAY_AUTH_TOKEN_PATH": "/etc/rlinf/ray-auth-token",
+    "RAY_EXTRA": "--x $HOME a#b c=d 100% `id` $(id)",
+    "RAY_EMPTY": "",
+    "RAY_SPACED": "  padded  ",
+    "RAY_FLAG": True,
+    "HF_HOME": "/data/hf cache",
+}
+
+
+def test_what_render_env_writes_read_ray_env_reads_back(tmp_path):
+    # The file as rlinf.env.j2 writes it: a comment header, then render_env's lines.
+    env_file = tmp_path / "rlinf.env"
+    env_file.write_text("# Managed by rlinf-ansible\n# a comment with KEY='x' in it\n" + render_env(AWKWARD))
+    expected = {k: ("1" if v is True else str(v)) for k, v in AWKWARD.items() if k.startswith("RAY_")}
+    assert read_ray_env(str(env_file)) == expected

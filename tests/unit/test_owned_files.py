@@ -147,3 +147,17 @@ def test_remove_never_touches_a_file_that_is_not_ours(tree):
     foreign.write_text("mine")
     result = run({"manifest": tree["manifest"], "remove": [{"path": str(foreign)}]})
     assert not result["changed"] and foreign.exists()
+
+
+def test_a_tree_recorded_first_on_a_fresh_host_leaves_nothing_after_purge(tree):
+    # The venv's tree is the first thing recorded on a fresh host: the manifest's own
+    # directories are created then and must be in the manifest, or purge leaves them behind.
+    venv = tree["root"] / "opt" / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("#!\n")
+    run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "tree"}]})
+    recorded = [e["path"] for e in read_manifest(tree["manifest"])]
+    assert str(tree["root"] / "etc") in recorded and str(tree["root"] / "etc" / "state") in recorded
+    purged = run({"manifest": tree["manifest"], "state": "absent"})
+    assert purged["kept"] == []
+    assert not (tree["root"] / "etc").exists() and not venv.exists()

@@ -285,3 +285,26 @@ def test_the_plan_is_not_changed_by_resolving_it():
     before = copy.deepcopy(static)
     P.resolve(static, probes())
     assert static == before
+
+
+def test_ray_nodes_sharing_a_machine_share_its_venv_and_firewall_installed_once():
+    groups = {"ray_head": ["h"], "ray_workers": ["w1", "b"]}
+    hv = hostvars()
+    hv["b"] = {
+        "ansible_host": "10.0.0.2",
+        "ray_port": 7379,
+        "ray_temp_dir": "/tmp/ray-b",
+        "rlinf_env_file": "/etc/rlinf/b.env",
+        "rlinf_env_profile_script": "/etc/profile.d/rlinf-b.sh",
+        "ray_node_unit_name": "rlinf-ray-b",
+        "rlinf_gpus_per_node": 0,
+    }
+    hv["w1"]["rlinf_gpus_per_node"] = 0
+    plan = P.static_plan(groups, hv)
+    assert [plan["nodes"][n]["installs_venv"] for n in ("h", "w1", "b")] == [True, True, False]
+    assert [plan["nodes"][n]["machine_owner"] for n in ("h", "w1", "b")] == [True, True, False]
+    hv["b"]["rlinf_venv_dir"] = "/opt/rlinf/venv-b"
+    assert P.static_plan(groups, hv)["nodes"]["b"]["installs_venv"] is True
+    del hv["b"]["rlinf_env_profile_script"]
+    found = problems_of(lambda: P.static_plan(groups, hv))
+    assert any("same rlinf_env_profile_script" in s for s in found)

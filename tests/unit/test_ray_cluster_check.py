@@ -187,6 +187,22 @@ def test_expected_totals_reach_the_comparison(monkeypatch, module_exits, gcs):
     assert "ray_check_expected_totals" in exc.value.args[0]["msg"]
 
 
+def test_a_node_on_another_nic_than_the_inventory_fails_naming_it(monkeypatch, module_exits, gcs):
+    # rlinf.cluster.ray_check expects RLINF_COMM_NET_DEVICES where the inventory sets a NIC.
+    nodes = [dict(n, env={"RLINF_COMM_NET_DEVICES": "eth1"}) for n in args(gcs)["expected_nodes"]]
+    probes = {k: dict(p, env=dict(p["env"], RLINF_COMM_NET_DEVICES="eth1")) for k, p in PROBES.items()}
+    probes["n2"]["env"]["RLINF_COMM_NET_DEVICES"] = "eth0"
+    with pytest.raises(FailJson) as exc:
+        run_module(monkeypatch, FakeRay([HEALTHY], probes), args(gcs, expected_nodes=nodes))
+    assert exc.value.args[0]["problems"] == [
+        "host 'w2' (rank 2, 10.0.0.12): the Ray workers on this node read RLINF_COMM_NET_DEVICES='eth0' but the "
+        "inventory expects 'eth1'; fix the env file on 'w2' and restart its Ray (re-run site.yml)."
+    ]
+    probes["n2"]["env"]["RLINF_COMM_NET_DEVICES"] = "eth1"
+    with pytest.raises(ExitJson):
+        run_module(monkeypatch, FakeRay([HEALTHY], probes), args(gcs, expected_nodes=nodes))
+
+
 def test_check_mode_runs_the_same_read_only_check(monkeypatch, module_exits, gcs):
     fake = FakeRay([HEALTHY], PROBES)
     with pytest.raises(ExitJson) as exc:

@@ -12,10 +12,13 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[2] / "roles" / "ray_check" / "files" / "manifest.py"
 
 
-def run_manifest(base_dir: Path, path: str | None = None) -> dict:
+def run_manifest(base_dir: Path, path: str | None = None, pythonpath: Path | None = None) -> dict:
     env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
     if path is not None:
         env["PATH"] = path
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), str(base_dir)], capture_output=True, text=True, env=env, check=True, timeout=120
     )
@@ -36,13 +39,29 @@ def test_manifest_without_easytier(tmp_path):
     assert manifest["pip_freeze_source"] in ("pip freeze", "importlib.metadata")
     assert manifest["packages"] > 0
     assert manifest["easytier"] is None
-    assert "ray" in manifest  # None on the controller, the version on a node
 
 
-def test_manifest_hash_is_stable(tmp_path):
-    first = run_manifest(tmp_path / "absent", path=str(tmp_path))
-    second = run_manifest(tmp_path / "absent", path=str(tmp_path))
-    assert first["pip_freeze_sha256"] == second["pip_freeze_sha256"]
+def site_with(site: Path, **versions: str) -> Path:
+    """Distributions' metadata in ``site`` (put on PYTHONPATH), as pip and importlib.metadata see it."""
+    for name, version in versions.items():
+        dist = site / f"{name}-{version}.dist-info"
+        dist.mkdir(parents=True)
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    site.mkdir(parents=True, exist_ok=True)
+    return site
+
+
+def test_manifest_reports_ray_and_hashes_the_package_set(tmp_path):
+    # The controller's venv has no Ray (null); a node reports the installed version.
+    base = run_manifest(tmp_path / "absent")
+    same = run_manifest(tmp_path / "absent", pythonpath=site_with(tmp_path / "empty"))
+    node = run_manifest(tmp_path / "absent", pythonpath=site_with(tmp_path / "a", ray="2.60.0", rlinf_probe="1.0"))
+    newer = run_manifest(tmp_path / "absent", pythonpath=site_with(tmp_path / "b", ray="2.60.0", rlinf_probe="1.1"))
+    assert base["ray"] is None and node["ray"] == "2.60.0"
+    # Same packages from another place: same hash; more packages or another version: another.
+    assert same["pip_freeze_sha256"] == base["pip_freeze_sha256"]
+    assert node["packages"] == base["packages"] + 2
+    assert len({m["pip_freeze_sha256"] for m in (base, node, newer)}) == 3, (base, node, newer)
 
 
 def test_manifest_reads_easytier_pyo3_venv(tmp_path):

@@ -10,7 +10,6 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state im
     evaluate,
     format_amount,
     match_nodes,
-    membership_complete,
     normalize_expected,
     short_python_version,
 )
@@ -178,6 +177,15 @@ def test_ray_version_mismatch_is_reported_on_the_odd_node():
     assert "Ray is 2.58.0 but 2.60.0 on 'head'" in problem
 
 
+def test_after_a_new_pin_every_node_must_run_it_not_just_the_same_one():
+    nodes, probes = healthy()
+    assert run(expected(), nodes, probes, ray_version="2.60.0")["ok"]
+    old = run(expected(), nodes, probes, ray_version="2.61.0")
+    assert not old["ok"] and len(old["problems"]) == 3
+    assert old["problems"][0].startswith("host 'head' (rank 0")
+    assert "runs Ray 2.60.0 but rlinf_ray_version pins 2.61.0" in old["problems"][0]
+
+
 def test_python_patch_mismatch_is_reported():
     nodes, probes = healthy()
     probes["n1"] = probe(1, python="3.11.7 (main, May  9 2026) [GCC 12.2.0]")
@@ -306,12 +314,11 @@ def test_every_problem_is_listed_not_only_the_first():
     assert result["summary"].endswith(f"{len(result['problems'])} problems")
 
 
-def test_membership_complete_and_matching():
+def test_matching_names_the_missing_host():
     nodes, _ = healthy()
     exp = expected()
-    assert membership_complete(exp, nodes)
-    assert not membership_complete(exp, nodes[1:])
-    assert match_nodes(exp, nodes[1:])["missing"][0]["name"] == "head"
+    assert match_nodes(exp, nodes)["missing"] == []
+    assert [m["name"] for m in match_nodes(exp, nodes[1:])["missing"]] == ["head"]
 
 
 def test_state_field_without_alive_key():
@@ -329,7 +336,6 @@ def test_state_field_without_alive_key():
             [{"name": "a", "rank": 0, "ip": "1.1.1.1"}, {"name": "b", "rank": 0, "ip": "1.1.1.2"}],
             "share rank",
         ),
-        ([{"name": "a", "rank": 0, "ip": ""}], "no IP is known"),
         ([{"name": "a", "rank": "x", "ip": "1.1.1.1"}], "not a whole number"),
         ([{"name": "a", "rank": 0, "ip": "1.1.1.1", "resources": {"GPU": "many"}}], "ray_num_gpus"),
         ([{"name": "a", "rank": 0, "ip": "1.1.1.1", "resources": {"robot": -1}}], "ray_resources"),
@@ -401,7 +407,6 @@ def test_shared_machine_with_one_node_down_names_the_right_host():
     nodes = [raw_node("10.0.0.10", "n0", head=True), raw_node("10.0.0.11", "nb", temp_dir="/tmp/ray-b")]
     probes = {"n0": probe(0), "nb": probe(2)}
     exp = shared_machine_expected()
-    assert not membership_complete(exp, nodes)
     result = run(exp, nodes, probes)
     assert result["missing"] == ["a"]
     (problem,) = result["problems"]
@@ -443,3 +448,18 @@ def test_killed_raylet_alone_is_named_with_host_and_rank():
     result = run(expected(), nodes, probes)
     (problem,) = result["problems"]
     assert problem.startswith("host 'w2' (rank 2, 10.0.0.12): a task pinned to this node failed")
+
+
+def test_a_node_without_a_known_address_is_missing_and_the_others_are_checked():
+    exp = normalize_expected(
+        [
+            {"name": "head", "rank": 0, "ip": "10.0.0.10"},
+            {"name": "w1", "rank": 1, "ip": "10.0.0.11"},
+            {"name": "w2", "rank": 2, "ip": ""},
+        ]
+    )
+    nodes, probes = healthy()
+    result = run(exp, nodes[:2], probes)
+    assert result["missing"] == ["w2"] and not result["ok"]
+    assert any("no record of it under /etc/rlinf/state" in p for p in result["problems"])
+    assert [n["state"] for n in result["nodes"][:2]] == ["ALIVE", "ALIVE"]

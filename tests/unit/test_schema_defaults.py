@@ -10,7 +10,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.schema import BY_NAM
 
 ROOT = Path(__file__).resolve().parents[2]
 # Settings of one run (-e), read by the playbooks, that no role has a default for.
-RUN_ONLY = {"teardown_purge", "teardown_confirm", "node", "rlinf_entry", "cluster_plan_path"}
+RUN_ONLY = {"teardown_purge", "teardown_confirm", "node", "remove_node_confirm", "rlinf_entry", "cluster_plan_path"}
 # Host variables whose absence means "derived" (no default anywhere).
 HOST_ONLY = {"easytier_ipv4"}
 
@@ -48,6 +48,7 @@ def test_every_role_default_a_user_sets_is_in_the_schema():
         "validate_inventory_write",
         "preflight_purpose",
         "preflight_deferred_devices",
+        "restart_guard_every",
     )
     unknown = [
         name
@@ -55,3 +56,22 @@ def test_every_role_default_a_user_sets_is_in_the_schema():
         if name not in BY_NAME and name not in TOPOLOGY_VARS and not name.startswith(internal)
     ]
     assert not unknown, f"role defaults the schema does not check: {unknown}"
+
+
+def readme_rows() -> list[list[str]]:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("| variable | default | rule")
+    table = text[start : text.index("\n\n", start)].splitlines()[2:]
+    return [[cell.strip() for cell in row.strip().strip("|").split(" | ")] for row in table]
+
+
+def test_the_readme_states_each_variables_rule_as_the_schema_checks_it():
+    wrong = []
+    for cells in readme_rows():
+        names = [n for n in cells[0].replace("`", " ").replace("/", " ").split() if n in BY_NAME]
+        for name in names:
+            if BY_NAME[name].rule_text not in cells[2]:
+                wrong.append(f"{name}: README says {cells[2]!r}, the schema checks {BY_NAME[name].rule_text!r}")
+    assert not wrong, wrong
+    listed = {n for cells in readme_rows() for n in cells[0].replace("`", " ").replace("/", " ").split()}
+    assert {"rlinf_venv_dir", "ray_node_unit_name", "rlinf_env_vars", "python_env_extra_packages"} <= listed

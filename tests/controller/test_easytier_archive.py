@@ -2,8 +2,7 @@
 
 Drives the role's controller-side tasks (tasks_from: artifacts_archive.yml) with archives
 the test builds. Nothing is installed anywhere: the only host is the controller itself
-(connection local), and every task of that file runs there. Needs no lab host; marked
-`lab` because it runs real playbooks.
+(connection local), and every task of that file runs there. Needs no lab host.
 """
 
 from __future__ import annotations
@@ -16,9 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import run_controller_playbook
-
-pytestmark = pytest.mark.lab
+from controller_playbook import run_controller_playbook
 
 PLAYBOOK = """
 - name: EasyTier archive source, controller side only

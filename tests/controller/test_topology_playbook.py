@@ -7,6 +7,7 @@ would fail with "unreachable", which the assertions would catch.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -92,6 +93,8 @@ cluster:
     env: {node_group: edge, placement: 0-0}
 """
 
+VALIDATION_ONLY = ("--limit", "edge-1", "--tags", "none-but-always")
+
 BAD_CONFIG = CONFIG.replace("placement: 0-3", "placement: 0-4").replace("node_ranks: 1", "node_ranks: [1]")
 
 
@@ -138,6 +141,8 @@ def runs(tmp_path_factory):
             base / "bad_config", GOOD, "-e", f"rlinf_config={bad_config}", "-e", "rlinf_ray_version=2.46.0"
         ),
         "site_limit": _Run(base / "site_limit", BAD_RANKS, "--limit", "w2", playbook=ROOT / "site.yml"),
+        # Only the validation play (tagged always) runs; the play holds edge-1 alone.
+        "site_limit_ranks": _Run(base / "site_limit_ranks", GOOD, *VALIDATION_ONLY, playbook=ROOT / "site.yml"),
         "sample": _Run(
             base / "sample",
             ROOT / "inventories" / "sample",
@@ -172,7 +177,7 @@ def test_bad_config_and_ray_version(runs):
     out = result.stdout
     assert result.returncode == 2, out + result.stderr
     assert "Validation found 3 problem(s)" in out
-    assert 'rlinf_ray_version="2.46.0" is not a Ray version >= 2.47.0' in out
+    assert "hosts head, edge-1: rlinf_ray_version='2.46.0' is older than 2.47.0" in out
     assert "a YAML list ([1]) is not accepted by RLinf" in out
     assert "GPU resource rank 4 in '0-4' is outside 0..3" in out
 
@@ -185,13 +190,26 @@ def test_site_validates_the_whole_inventory_under_limit_without_connecting(runs)
     assert "hosts head, w1: they share rlinf_node_rank=1" in out
 
 
+def test_limit_leaves_ranks_as_the_whole_inventory_gives_them(runs):
+    # --limit edge-1: the play has one host, the rank table is still the whole inventory's.
+    # The plan is printed before the first contact; the node read that follows cannot
+    # reach the TEST-NET address, which is the only failure.
+    result = runs["site_limit_ranks"]
+    out = result.stdout
+    table, _, contact = out.partition("PLAY [Read every node once")
+    assert "0     head    192.0.2.10  head    cloud  4" in table, out
+    assert "1     edge-1  192.0.2.11  worker  edge   0" in table, out
+    assert "UNREACHABLE" not in table and "UNREACHABLE" in contact, out
+    assert result.returncode == 4, out + result.stderr
+
+
 def test_sample_inventory_validates_and_prints_its_cluster_block(runs):
     result = runs["sample"]
     out = result.stdout
     assert result.returncode == 0, out + result.stderr
     assert "[WARNING]" not in out + result.stderr
     assert "2     cloud-gpu2  203.0.113.12   worker  cloud  8" in out
-    assert "  - label: edge\n            node_ranks: 3-4" in out
+    assert re.search(r"- label: edge\n\s+node_ranks: 3-4\n", out), out
 
 
 def test_overlay_addresses_are_checked_before_any_node_is_touched(runs):
@@ -206,4 +224,4 @@ def test_firewall_ports_and_sources_are_checked_before_any_node_is_touched(runs)
     out = " ".join(result.stdout.split())
     assert "hosts head, w1: both pin port 6380 (ray_node_manager_port) on machine 192.0.2.10" in out
     assert "host 'w2': ray_node_manager_port=10005 lies in the worker port range 10002-19999" in out
-    assert "rlinf_firewall_client_sources: 'not-an-address' is not an IPv4 address" in out
+    assert "host 'head': rlinf_firewall_client_sources=['not-an-address'] item 1 ('not-an-address') is not" in out

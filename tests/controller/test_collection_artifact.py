@@ -151,7 +151,9 @@ def test_built_collection_installs_and_runs_validate_outside_the_checkout(instal
         text=True,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    assert "num_nodes" in run.stdout
+    # The sample inventory's rank table and cluster block, as the checkout prints them (README).
+    assert "4     edge-2      198.51.100.22  worker  edge   0" in run.stdout, run.stdout[-3000:]
+    assert "num_nodes: 5" in run.stdout, run.stdout[-3000:]
 
 
 def _requirement_lines(path: Path) -> list[str]:

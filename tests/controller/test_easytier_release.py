@@ -19,9 +19,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import run_controller_playbook
-
-pytestmark = pytest.mark.lab
+from controller_playbook import run_controller_playbook
 
 VERSION = "2.6.4"
 ARCH = {"x86_64": "x86_64", "aarch64": "aarch64", "armv7l": "armv7"}.get(platform.machine(), platform.machine())

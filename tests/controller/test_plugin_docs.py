@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 COLLECTION = "rlinf.cluster"
 PACKAGE = "ansible_collections.rlinf.cluster.plugins"
-# plugins/ holds these besides plugins: shared code and documentation fragments.
-NOT_PLUGINS = {"module_utils", "doc_fragments", "__pycache__"}
+# plugins/ holds these besides plugins: shared code and documentation fragments. An action
+# plugin is documented by the module of its name (ansible-doc has no action type).
+NOT_PLUGINS = {"module_utils", "plugin_utils", "doc_fragments", "action", "__pycache__"}
 # Jinja plugin files each return several plugins from one method.
 JINJA = {"filter": ("FilterModule", "filters"), "test": ("TestModule", "tests")}
 # Types whose documentation must say what they return and show an example.
@@ -162,6 +163,12 @@ def test_discovery_finds_what_ansible_doc_lists():
     }
     assert listed == set(PLUGINS)
     assert {"module", "filter", "role"} <= {kind for kind, _ in PLUGINS}
+
+
+def test_every_action_plugin_has_the_module_that_documents_it():
+    actions = {p.stem for p in (ROOT / "plugins" / "action").glob("*.py") if p.name != "__init__.py"}
+    assert actions, "no action plugin found"
+    assert actions <= {name for kind, name in PLUGINS if kind == "module"}
 
 
 @pytest.mark.parametrize(("kind", "name"), PLUGINS, ids=[f"{k}:{n}" for k, n in PLUGINS])

@@ -1,0 +1,245 @@
+"""Helpers for tests that drive the real playbooks against the podman lab: the inventory,
+SSH to a node, ansible-runner, the cluster probe. Fixtures live in conftest.py.
+
+The lab is made by `make lab-up` (lab/lab.py); these helpers fail, never skip, when it is
+missing, so a run without hosts cannot pass by accident.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import ansible_runner
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+# Another lab made with `LAB_NAME=... lab/lab.py up` is tested by pointing this at its
+# inventory directory (.lab/<name>/inventory).
+LAB_INVENTORY = Path(os.environ.get("RLINF_LAB_INVENTORY", ROOT / "inventories" / "lab")).resolve()
+# ansible-runner finds ansible-playbook on PATH: use the one beside the interpreter running
+# the tests (the controller venv), however pytest was started.
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+PLAYBOOK_TIMEOUT = 900
+# Prefix for commands on a node that act as a Ray driver: the nodes' environment, with
+# RAY_AUTH_MODE and the token's path, as Ray itself runs with.
+NODE_ENV = "set -a; . /etc/rlinf/rlinf.env; set +a;"
+DATA = Path(__file__).parent / "data"
+# What the controller keeps for the lab's inventory (the token, the wheelhouses): next to it.
+LAB_STATE = LAB_INVENTORY / ".rlinf"
+# The cluster's token on the controller (roles/ray_auth generates it there, 0600).
+CONTROLLER_TOKEN = LAB_STATE / "secrets" / "ray-auth-token"
+SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
+
+
+def lab_inventory() -> dict:
+    hosts_file = LAB_INVENTORY / "hosts.yml"
+    if not hosts_file.exists():
+        pytest.fail(f"the lab is not up: run `make lab-up` first ({hosts_file} is missing)")
+    return yaml.safe_load(hosts_file.read_text())
+
+
+def lab_key() -> str:
+    return lab_inventory()["all"]["vars"]["ansible_ssh_private_key_file"]
+
+
+def lab_user() -> str:
+    """The user the inventory logs in as (root, or a user with sudo: LAB_SSH_USER)."""
+    return lab_inventory()["all"]["vars"].get("ansible_user", "root")
+
+
+def lab_hosts() -> dict[str, str]:
+    """Inventory name -> address of the lab hosts, in inventory (rank) order."""
+    data = lab_inventory()
+    groups = data["all"]["children"]["rlinf_cluster"]["children"]
+    ordered = {}
+    for group in ("ray_head", "ray_workers"):
+        for name, hostvars in (groups[group].get("hosts") or {}).items():
+            ordered[name] = hostvars["ansible_host"]
+    return ordered
+
+
+def write_inventory(tmp_path: Path, mutate) -> Path:
+    """A copy of the lab inventory changed by ``mutate(groups)``, with the lab's group_vars."""
+    data = lab_inventory()
+    mutate(data["all"]["children"]["rlinf_cluster"]["children"])
+    inventory = tmp_path / f"inventory-{time.monotonic_ns()}"
+    (inventory / "group_vars").mkdir(parents=True)
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(data, sort_keys=False))
+    (inventory / "group_vars" / "all.yml").write_text((LAB_INVENTORY / "group_vars" / "all.yml").read_text())
+    # The same cluster: its token and wheelhouses, not a new state for a copy of its inventory.
+    LAB_STATE.mkdir(exist_ok=True)
+    (inventory / ".rlinf").symlink_to(LAB_STATE)
+    return inventory
+
+
+def fake_checkout(root: Path, marker: str) -> Path:
+    """A tiny RLinf checkout whose rlinf.__version__ is ``marker``, with a .git and a logs/
+    that code sync must leave out."""
+    (root / "rlinf").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        '[project]\nname = "rlinf"\nversion = "0.0.0+codesynctest"\n\n[tool.setuptools]\npackages = ["rlinf"]\n'
+    )
+    (root / "rlinf" / "__init__.py").write_text(f'__version__ = "{marker}"\n')
+    (root / "marker_driver.py").write_text((DATA / "marker_driver.py").read_text())
+    # Things rsync must leave out.
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / "logs").mkdir()
+    (root / "logs" / "train.log").write_text("old log\n")
+    return root
+
+
+def ssh_argv(address: str, command: str) -> list[str]:
+    """ssh running ``command`` as root on a lab host, as the inventory's user (through sudo unless root)."""
+    user = lab_user()
+    remote = command if user == "root" else f"sudo -n -H bash -c {shlex.quote(command)}"
+    return ["ssh", "-i", lab_key(), *SSH_OPTS, f"{user}@{address}", remote]
+
+
+def ssh(address: str, command: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        ssh_argv(address, command),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"ssh {address} {command!r} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+class PlaybookRun:
+    def __init__(self, runner: ansible_runner.Runner):
+        self.rc = runner.rc
+        self.stats = runner.stats or {}
+        self.stdout = runner.stdout.read()
+
+    def changed(self) -> dict[str, int]:
+        return dict(self.stats.get("changed", {}))
+
+
+def run_playbook(playbook: str, tmp_path: Path, inventory: Path = LAB_INVENTORY, **kwargs) -> PlaybookRun:
+    """Run a playbook of the repository with ansible-runner, as `ansible-playbook` from the root would."""
+    private_data_dir = tmp_path / f"runner-{time.monotonic_ns()}"
+    private_data_dir.mkdir()
+    runner = ansible_runner.run(
+        private_data_dir=str(private_data_dir),
+        project_dir=str(ROOT),
+        playbook=str(ROOT / playbook),
+        inventory=str(inventory),
+        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+        quiet=True,
+        # No run may hang a test session (a prompt nobody answers, a host that never replies).
+        timeout=PLAYBOOK_TIMEOUT,
+        **kwargs,
+    )
+    return PlaybookRun(runner)
+
+
+def run_status(tmp_path, inventory=LAB_INVENTORY, **extravars):
+    """status.yml and the JSON report it wrote."""
+    report = tmp_path / f"report-{time.monotonic_ns()}.json"
+    extravars = {"cluster_report_path": str(report), **extravars}
+    run = run_playbook("status.yml", tmp_path, inventory=inventory, extravars=extravars)
+    return run, json.loads(report.read_text())
+
+
+def repaired_by_site(tmp_path, hosts):
+    """One site.yml run, then status.yml: every host ALIVE."""
+    run = run_playbook("site.yml", tmp_path)
+    assert run.rc == 0, run.stdout[-3000:]
+    status, report = run_status(tmp_path)
+    assert status.rc == 0 and report["ok"], report["problems"]
+    assert [n["state"] for n in report["nodes"]] == ["ALIVE"] * len(hosts)
+
+
+def probe_cluster(head_address: str, port: int = 6379, ray_address: str | None = None) -> dict[str, dict]:
+    """ALIVE nodes by IP, with node ID and the RLINF_* env a pinned Ray task reads there.
+
+    The driver runs on the head (reached over SSH at ``head_address``) and joins Ray at
+    ``ray_address`` (the head's Ray address, when it is not the SSH one)."""
+    script = (Path(__file__).parent / "probe_cluster.py").read_text()
+    # A driver with the nodes' environment: RAY_AUTH_MODE and the token's path included.
+    driver = f"{NODE_ENV} /opt/rlinf/venv/bin/python - {ray_address or head_address}:{port}"
+    proc = ssh(head_address, driver, stdin=script)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def wait_for_alive(
+    head_address: str, count: int, timeout: float = 90, ray_address: str | None = None
+) -> dict[str, dict]:
+    deadline = time.monotonic() + timeout
+    nodes: dict[str, dict] = {}
+    while time.monotonic() < deadline:
+        nodes = probe_cluster(head_address, ray_address=ray_address)
+        if len(nodes) == count:
+            return nodes
+        time.sleep(2)
+    raise AssertionError(f"expected {count} ALIVE nodes within {timeout}s, saw {sorted(nodes)}")
+
+
+# What a test may leave on a node that site.yml with the lab inventory removes: the opt-in firewall.
+LEFTOVERS = ("/etc/rlinf/firewall.nft", "/etc/systemd/system/rlinf-firewall.service")
+
+
+def cluster_problems(hosts: dict[str, str]) -> list[str]:
+    """How the lab differs from the cluster site.yml makes from the lab inventory (empty when
+    it does not): every host ALIVE, its Ray workers reading its rank and the default
+    environment, no firewall left, the controller's token present. One probe and
+    one SSH per host, a few seconds."""
+    problems = []
+    if not CONTROLLER_TOKEN.exists():
+        problems.append(f"the controller's token {CONTROLLER_TOKEN} is missing")
+    # First the unit's state: a driver started while the head is down waits for it (minutes).
+    state = f"systemctl is-active rlinf-ray; ls {' '.join(LEFTOVERS)} 2>/dev/null"
+    with ThreadPoolExecutor(len(hosts)) as pool:
+        found = pool.map(lambda a: ssh(a, state, check=False).stdout.split() or ["unreachable"], hosts.values())
+        for name, (active, *left) in zip(hosts, found, strict=True):
+            if active != "active":
+                problems.append(f"rlinf-ray is {active} on {name}")
+            if left:
+                problems.append(f"{name} still has {left}")
+    if any(p.startswith("rlinf-ray is ") for p in problems):
+        return problems
+    head = next(iter(hosts.values()))
+    try:
+        nodes = probe_cluster(head)
+    except (AssertionError, ValueError, IndexError, subprocess.TimeoutExpired) as err:
+        return [*problems, f"no Ray cluster answers at {head}: {str(err)[-500:]}"]
+    want = {
+        ip: {"RLINF_NODE_RANK": str(rank), "RLINF_RAY_HEAD_ADDRESS": f"{head}:6379"}
+        for rank, ip in enumerate(hosts.values())
+    }
+    # RLINF_COMM_NET_DEVICES is always there: the NIC of the node's address (eth0 in the lab).
+    seen = {ip: {k: v for k, v in node["env"].items() if k != "RLINF_COMM_NET_DEVICES"} for ip, node in nodes.items()}
+    nics = {ip: node["env"].get("RLINF_COMM_NET_DEVICES") for ip, node in nodes.items()}
+    if seen != want or not all(nics.values()):
+        problems.append(f"the Ray workers read {seen} (NICs {nics}), the lab inventory gives {want}")
+    return problems
+
+
+def ray_processes(address: str) -> list[str]:
+    # The [x] brackets keep the grep and the ssh shell from matching themselves.
+    proc = ssh(address, "ps -eo pid,args | grep -E '[r]aylet|[g]cs_server|[r]ay start|[d]efault_worker' || true")
+    return [line for line in proc.stdout.splitlines() if line.strip()]
+
+
+def lab_container(host: str) -> str:
+    """The podman container of a lab host: lab/lab.py names each container after its host."""
+    proc = subprocess.run(
+        ["podman", "container", "inspect", "--format", '{{ index .Config.Labels "rlinf.lab" }}', host],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0 and proc.stdout.strip(), f"{host} is not a lab container: {proc.stderr.strip()}"
+    return host

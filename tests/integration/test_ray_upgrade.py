@@ -1,0 +1,75 @@
+"""A Ray version change in the lab, between two versions of the package index: a pin the index
+does not have is refused on the controller before any node changes; a new pin builds its
+wheelhouse on the controller (in this test), installs on every node, restarts each node's Ray
+exactly once (head, then workers), and the check proves every node runs it; back to the lab's
+pin the same way. Leaves the lab on its own pin."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from lab_helpers import lab_hosts, run_playbook, run_status, ssh, wait_for_alive
+
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
+
+OTHER = "2.59.0"
+LAB_PIN = "2.60.0"
+VERSION = "/opt/rlinf/venv/bin/python -c 'import ray; print(ray.__version__)'"
+
+
+def ray_starts_since(address: str, since: int) -> list[str]:
+    """The times the Ray unit was started on a host since ``since`` (epoch seconds)."""
+    journal = f"journalctl -u rlinf-ray --since @{since} --no-pager -o short-unix"
+    proc = ssh(address, f"{journal} | grep -E 'Started rlinf-ray' || true")
+    return proc.stdout.splitlines()
+
+
+def assert_on(hosts, version, tmp_path):
+    for name, address in hosts.items():
+        assert ssh(address, VERSION).stdout.strip() == version, name
+    status, report = run_status(tmp_path)
+    assert status.rc == 0 and report["ok"], report["problems"]
+    assert {n["ray_version"] for n in report["nodes"]} == {version}
+
+
+def change_pin(hosts, version, tmp_path):
+    head = next(iter(hosts.values()))
+    before = {ip: n["node_id"] for ip, n in wait_for_alive(head, len(hosts)).items()}
+    since = int(time.time()) - 1
+    run = run_playbook("site.yml", tmp_path, extravars={"rlinf_ray_version": version})
+    assert run.rc == 0, run.stdout[-4000:]
+    # One restart per node, every node on a new Ray node ID.
+    for name, address in hosts.items():
+        assert len(ray_starts_since(address, since)) == 1, (name, ray_starts_since(address, since))
+    after = {ip: n["node_id"] for ip, n in wait_for_alive(head, len(hosts)).items()}
+    assert set(after) == set(before) and all(after[ip] != before[ip] for ip in before)
+    return run
+
+
+def test_a_missing_pin_is_refused_before_any_node_changes(tmp_path):
+    hosts = lab_hosts()
+    head = next(iter(hosts.values()))
+    before = {ip: n["node_id"] for ip, n in wait_for_alive(head, len(hosts)).items()}
+    run = run_playbook("site.yml", tmp_path, extravars={"rlinf_ray_version": "2.58.99"})
+    assert run.rc != 0
+    out = " ".join(run.stdout.split())
+    assert "rlinf_ray_version=2.58.99: the controller could not download the pinned set" in out, out[-3000:]
+    assert "No node was changed." in out
+    assert sum(run.changed().values()) == 0
+    assert {ip: n["node_id"] for ip, n in wait_for_alive(head, len(hosts)).items()} == before
+    for address in hosts.values():
+        assert ssh(address, VERSION).stdout.strip() == LAB_PIN
+
+
+def test_a_new_pin_installs_everywhere_and_restarts_each_node_once(tmp_path):
+    hosts = lab_hosts()
+    try:
+        change_pin(hosts, OTHER, tmp_path)
+        assert_on(hosts, OTHER, tmp_path)
+    finally:
+        change_pin(hosts, LAB_PIN, tmp_path)
+    assert_on(hosts, LAB_PIN, tmp_path)
+    # Back on the lab's pin a re-run changes nothing.
+    run = run_playbook("site.yml", tmp_path)
+    assert run.rc == 0 and sum(run.changed().values()) == 0, run.stdout[-3000:]
