@@ -75,6 +75,7 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/ansible-lint
+	$(BIN)/pytest -q -p no:cacheprovider tests/unit/test_role_specs.py
 	$(BIN)/antsibull-docs lint-collection-docs --plugin-docs .
 	$(BIN)/antsibull-changelog lint
 	$(BIN)/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml

@@ -1,0 +1,77 @@
+"""Two Ray nodes on one machine (issue 15): a second host entry on the last lab host, with its
+own unit, env file, shell snippet and temp dir, joins as the next rank; status shows both
+ranks; tearing down that one node leaves the machine's other Ray node running; purging it
+removes its own files and none of the other node's."""
+
+from __future__ import annotations
+
+import pytest
+from lab_helpers import lab_hosts, run_playbook, run_status, ssh, wait_for_alive, write_inventory
+
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
+
+SECOND = {
+    "ray_node_unit_name": "rlinf-ray-b",
+    "rlinf_env_file": "/etc/rlinf/rlinf-b.env",
+    "rlinf_env_profile_script": "/etc/profile.d/rlinf-b.sh",
+    "ray_temp_dir": "/tmp/ray-b",
+}
+
+
+def units_active(address: str) -> dict[str, str]:
+    out = ssh(address, "systemctl is-active rlinf-ray rlinf-ray-b", check=False).stdout.split()
+    return dict(zip(("rlinf-ray", "rlinf-ray-b"), out, strict=True))
+
+
+def test_two_ray_nodes_on_one_machine(tmp_path):
+    hosts = lab_hosts()
+    names = list(hosts)
+    shared_name, shared = names[-1], hosts[names[-1]]
+    second = f"{shared_name}-b"
+
+    def add_second(groups):
+        groups["ray_workers"]["hosts"][second] = {"ansible_host": shared, **SECOND}
+
+    inventory = write_inventory(tmp_path, add_second)
+    try:
+        run = run_playbook("site.yml", tmp_path, inventory=inventory)
+        assert run.rc == 0, run.stdout[-3000:]
+        head = hosts[names[0]]
+        nodes = wait_for_alive(head, len(hosts) + 1)
+        ranks = sorted(n["env"].get("RLINF_NODE_RANK") for ip, n in nodes.items() if ip == shared)
+        # Ray keys nodes by address: both nodes of the machine share it, so read both units instead.
+        assert units_active(shared) == {"rlinf-ray": "active", "rlinf-ray-b": "active"}
+        env_b = ssh(shared, "cat /etc/rlinf/rlinf-b.env").stdout
+        assert f"RLINF_NODE_RANK={len(hosts)}" in env_b.replace("'", ""), env_b
+
+        status, report = run_status(tmp_path, inventory=inventory)
+        assert status.rc == 0 and report["ok"], report["problems"]
+        assert [(n["name"], n["rank"], n["state"]) for n in report["nodes"]] == [
+            *((name, rank, "ALIVE") for rank, name in enumerate(names)),
+            (second, len(hosts), "ALIVE"),
+        ]
+        assert ranks, nodes
+
+        # Tear down the second node alone: the machine's first Ray node keeps running.
+        down = run_playbook("teardown.yml", tmp_path, inventory=inventory, limit=second)
+        assert down.rc == 0, down.stdout[-3000:]
+        assert units_active(shared) == {"rlinf-ray": "active", "rlinf-ray-b": "inactive"}
+        wait_for_alive(head, len(hosts))
+    finally:
+        purge = run_playbook(
+            "teardown.yml",
+            tmp_path,
+            inventory=inventory,
+            limit=second,
+            extravars={"teardown_purge": True, "teardown_confirm": "yes"},
+        )
+        assert purge.rc == 0, purge.stdout[-3000:]
+    left = ssh(
+        shared,
+        "ls -d /etc/rlinf/rlinf-b.env /etc/profile.d/rlinf-b.sh /etc/systemd/system/rlinf-ray-b.service",
+        check=False,
+    )
+    assert left.stdout == "", f"purge left the second node's files: {left.stdout}"
+    kept = ssh(shared, "ls /etc/rlinf/rlinf.env /etc/systemd/system/rlinf-ray.service /opt/rlinf/venv/bin/ray")
+    assert kept.returncode == 0
+    assert units_active(shared)["rlinf-ray"] == "active"
