@@ -211,8 +211,6 @@ def _node_paths(reader: _Reader) -> dict:
         "unit_file": f"{UNIT_DIR}/{unit}.service",
         "record": f"{STATE_DIR}/{unit}.json",
         "manifest": f"{STATE_DIR}/{unit}.manifest.json",
-        # One file per account the role created for this unit (purge deletes exactly those).
-        "users_dir": f"{STATE_DIR}/{unit}.users",
         "wheelhouse": reader["python_env_node_wheelhouse_dir"],
         "temp_dir": reader["ray_temp_dir"] or "/tmp/ray",
         "firewall_rules": reader["firewall_rules_file"],
@@ -477,14 +475,6 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         if head_reader["rlinf_code_sync"] == "rsync" and node["code_dest"]:
             node["paths"]["code_dest"] = node["code_dest"]
         node["service"] = sandbox.service_of(node["unit"], node["paths"], node["code_dest"], reader)
-        if node["service"]["groups"] and not node["service"]["user"]:
-            problems.append(
-                Problem(
-                    name,
-                    "ray_node_user_groups is set but ray_node_user is empty (Ray runs as root, which needs no "
-                    "groups); set ray_node_user or leave ray_node_user_groups out.",
-                )
-            )
         _reserved_units(node, reader, problems)
         _path_overlaps(node, problems)
         nodes[name] = node
@@ -827,6 +817,31 @@ def _python_problems(name: str, node: Mapping, probe: Mapping, ray_version: str,
         )
 
 
+def _sandbox_problems(name: str, found: Mapping, problems: list[Problem]) -> None:
+    """A host whose systemd cannot give the Ray unit a mount namespace would run Ray unsandboxed
+    without a word (systemd skips ProtectSystem=, ProtectHome=, ReadWritePaths= there)."""
+    fix = (
+        "in a container, give it CAP_SYS_ADMIN (podman/docker run --cap-add SYS_ADMIN); or set "
+        "ray_node_sandbox: false for this host (Ray then runs with the whole machine open)"
+    )
+    if found.get("mount_namespace") is False:
+        problems.append(
+            Problem(
+                name,
+                "systemd here cannot set up a mount namespace for a unit (it would skip the Ray unit's "
+                f"ProtectSystem=, ProtectHome= and ReadWritePaths= silently): {fix}; nothing was installed.",
+            )
+        )
+    elif found.get("error"):
+        problems.append(
+            Problem(
+                name,
+                f"could not test whether systemd can sandbox the Ray unit ({found['error']}): {fix}; "
+                "nothing was installed.",
+            )
+        )
+
+
 def _host_problems(
     name: str, node: Mapping, probe: Mapping, plan: Mapping, purpose: str, problems: list[Problem]
 ) -> None:
@@ -847,6 +862,8 @@ def _host_problems(
             )
         )
     _python_problems(name, node, probe, plan["cluster"]["ray_version"], problems)
+    if node["service"]["sandbox"] and purpose == "site":
+        _sandbox_problems(name, probe.get("sandbox") or {}, problems)
     for key, info in (probe.get("paths") or {}).items():
         if not info.get("exists") or info.get("ours"):
             continue
@@ -1074,7 +1091,6 @@ def record_of(node: Mapping, plan: Mapping) -> dict:
         "temp_dir": node["paths"]["temp_dir"],
         "env_file": node["paths"]["env_file"],
         "venv": node["paths"]["venv"],
-        "user": node["service"]["user"],
     }
 
 

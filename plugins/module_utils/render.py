@@ -87,8 +87,8 @@ def profile(node: Mapping) -> str:
 def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping, mounts: Mapping | None = None) -> str:
     """The systemd unit that runs `ray start --block` for one Ray node.
 
-    ``node["service"]`` (plugins/module_utils/sandbox.py) says who Ray runs as and whether it is
-    sandboxed; ``mounts`` (sandbox.mounts) what it may write and which home paths it sees.
+    ``node["service"]`` (plugins/module_utils/sandbox.py) says whether it is sandboxed; ``mounts``
+    (sandbox.mounts) what it may write and which home paths it sees.
     """
     paths = node["paths"]
     service = node["service"]
@@ -100,7 +100,6 @@ def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping, mounts: Mappi
         else ["RAY_AUTH_MODE=disabled"]
     )
     exec_start = [paths["python"], paths["venv"] + "/bin/ray", "start", "--block", *args]
-    owner = f"{service['user']}:" if service["user"] else "root:root"
     lines = [
         f"# {MANAGED} (rlinf.cluster.ray_node); local edits are overwritten.",
         "[Unit]",
@@ -111,10 +110,6 @@ def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping, mounts: Mappi
         "[Service]",
         "Type=simple",
     ]
-    if service["user"]:
-        lines.append(f"User={systemd_word(service['user'])}")
-        if service["groups"]:
-            lines.append(f"SupplementaryGroups={systemd_line(service['groups'])}")
     lines += [
         "# Token auth does not depend on the env file: a missing file fails the start instead.",
         f"Environment={systemd_line(auth)}",
@@ -129,10 +124,6 @@ def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping, mounts: Mappi
             "StateDirectoryMode=0750",
         ]
     lines += [
-        "# Ray's temp dir belongs to the account Ray runs as: files an earlier run as another account left",
-        "# there would stop Ray replacing them. -h: a symlink is changed itself, never followed.",
-        f"ExecStartPre=+/bin/mkdir -p {systemd_word(paths['temp_dir'])}",
-        f"ExecStartPre=+/bin/chown -R -h {systemd_word(owner)} {systemd_word(paths['temp_dir'])}",
         "# Started through bin/python so Ray's workers run the interpreter drivers use (RLinf",
         "# warns when a driver's sys.executable differs from the workers').",
         f"ExecStart={systemd_line(exec_start)}",

@@ -143,10 +143,6 @@ _HOSTNAME = re.compile(
 )
 _EXTRA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _RESOURCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/-]{0,63}$")
-_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,30}$")
-# Accounts Ray must never run as: root is the default (leave ray_node_user empty); nobody is
-# shared by other services, which would own Ray's files.
-_SHARED_USERS = frozenset({"root", "nobody"})
 # Where a path the Ray unit may write can never be: the system's programs, its configuration
 # and spools (a writable /etc or crontab is a root shell for whoever holds the Ray token), and
 # the temporary directories the unit may write already.
@@ -373,25 +369,6 @@ def label(value):
     result = text(empty=False)(value)
     if not _LABEL.match(result):
         raise Bad("is not a plain label", "use letters, digits, '_', '.', '-'")
-    return result
-
-
-def system_user(value):
-    """Empty (root), or the name of the account Ray runs as (created when missing)."""
-    result = text()(value)
-    if not result:
-        return ""
-    if result in _SHARED_USERS:
-        raise Bad(f"is {result!r}", "leave it empty to run Ray as root, or name an account of its own, e.g. rlinf-ray")
-    if not _USER.match(result):
-        raise Bad("is not a user name", "use lower-case letters, digits, '_' and '-' (up to 31), e.g. rlinf-ray")
-    return result
-
-
-def group_name(value):
-    result = text(empty=False)(value)
-    if not _USER.match(result):
-        raise Bad("is not a group name", "use lower-case letters, digits, '_' and '-', e.g. video")
     return result
 
 

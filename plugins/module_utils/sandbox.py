@@ -1,4 +1,4 @@
-"""The systemd sandbox of one Ray unit: who Ray runs as and what it may write, decided once.
+"""The systemd sandbox of one Ray unit: what Ray may write and see, decided once.
 
 Ray runs whatever code a token holder sends, so the unit keeps that code away from the rest of
 the machine: no capabilities, no new privileges, the whole file system read-only except the
@@ -8,15 +8,15 @@ paths Ray and RLinf's workers write (seen on real hosts):
   drivers reach (so ``PrivateTmp=no``), and Python's ``tempfile``, multiprocessing and many
   libraries, which fail without a writable temp directory;
 - a ``ray_temp_dir`` outside them;
-- Ray's home, ``/var/lib/<unit>`` (systemd's ``StateDirectory=``, owned by the Ray user):
+- Ray's home, ``/var/lib/<unit>`` (systemd's ``StateDirectory=``):
   Hugging Face, Triton and LIBERO write under ``$HOME``;
 - the RLinf checkout on the node (RLinf's example scripts write logs and checkpoints under
   ``<checkout>/logs``), when the inventory names one, and ``ray_node_writable_paths``.
 
-The venv is read-only: Ray writes nothing there, and root drivers (Ansible's check, launch.yml
-as root) run its interpreter. Home directories are hidden (``ProtectHome=yes``) unless one of the
-paths above, the venv or the interpreter lives under one: then ``ProtectHome=tmpfs`` and only those
-paths are bound into the empty home.
+The venv is read-only: Ray writes nothing there (the role installs it, and RLinf in it), and
+drivers outside the unit (Ansible's check, launch.yml) run its interpreter. Home directories
+are hidden (``ProtectHome=yes``) unless one of the paths above, the venv or the interpreter
+lives under one: then ``ProtectHome=tmpfs`` and only those paths are bound into the empty home.
 
 Controller-only.
 """
@@ -45,8 +45,7 @@ def home_dir(unit: str) -> str:
 
 def service_of(unit: str, paths: Mapping, code_dest: str, settings: Mapping) -> dict:
     """The static part of a node's sandbox (no host contacted): ``settings`` holds the node's
-    ray_node_sandbox, ray_node_user, ray_node_user_groups, ray_node_writable_paths and
-    ray_node_realtime."""
+    ray_node_sandbox, ray_node_writable_paths and ray_node_realtime."""
     sandbox = bool(settings["ray_node_sandbox"])
     temp_dir = paths["temp_dir"]
     writable = []
@@ -55,12 +54,12 @@ def service_of(unit: str, paths: Mapping, code_dest: str, settings: Mapping) -> 
     writable.extend(settings["ray_node_writable_paths"])
     return {
         "sandbox": sandbox,
-        "user": settings["ray_node_user"],
-        "groups": list(settings["ray_node_user_groups"]),
-        "home": home_dir(unit),
-        # systemd creates the home (StateDirectory=) owned by the account Ray runs as.
-        "state_dir": unit if sandbox or settings["ray_node_user"] else "",
-        # Created by the role, owned by the Ray user (the temp dir inside /tmp is Ray's own).
+        "home": home_dir(unit) if sandbox else "",
+        "state_dir": unit if sandbox else "",
+        # systemd creates the home at the first start: recorded in the manifest as ours (purge
+        # removes it when empty; caches a run left there stay).
+        "record": [{"path": home_dir(unit), "kind": "dir"}] if sandbox else [],
+        # Created by the role (the temp dir inside /tmp is Ray's own).
         "create_dirs": writable,
         "code_dest": code_dest,
         "realtime": bool(settings["ray_node_realtime"]),

@@ -163,20 +163,6 @@ VARS = (
     # The Ray unit's sandbox (plugins/module_utils/sandbox.py)
     Var("ray_node_sandbox", True, r.boolean, "node", _BOOL + "; false drops the unit's sandbox (not advised)"),
     Var(
-        "ray_node_user",
-        "",
-        r.system_user,
-        "node",
-        "empty (root), or the account Ray runs as, created when missing (not root or nobody)",
-    ),
-    Var(
-        "ray_node_user_groups",
-        [],
-        r.list_of(r.group_name, "group names"),
-        "node",
-        "a list of existing groups the Ray user joins in the unit (video, render, dialout...)",
-    ),
-    Var(
         "ray_node_writable_paths",
         [],
         r.list_of(r.writable_path, "directories"),

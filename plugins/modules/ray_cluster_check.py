@@ -79,14 +79,6 @@ options:
       - Optional env file (C(KEY=VALUE) lines) of the Ray unit; its C(RAY_*) variables (for example
         C(RAY_AUTH_MODE)) are set in the driver before it connects. A missing file is ignored.
     type: path
-  run_as:
-    description:
-      - Account the driver runs as, when the module runs as root; empty means as the module runs.
-      - Set it to the account Ray runs as (C(ray_node_user)); a driver writes into Ray's temp dir, which
-        that account owns, so a root driver there would follow links that account made.
-    type: str
-    default: ""
-    version_added: 0.2.0
 notes:
   - Needs the C(ray) package in the interpreter that runs the module.
 requirements:
@@ -193,14 +185,13 @@ summary:
   type: str
   sample: "OK: 3/3 nodes ALIVE at 10.89.77.10:6379, ranks 0-2 match the inventory, Ray 2.60.0, Python 3.11.2"
 driver:
-  description: Interpreter, Python, Ray and account (C(user)) of the driver (this module).
+  description: Interpreter, Python and Ray of the driver (this module).
   returned: always
   type: dict
 """
 
 import contextlib  # noqa: E402 (imports follow the docs, as in every Ansible module)
 import os  # noqa: E402
-import pwd  # noqa: E402
 import socket  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -218,7 +209,6 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state im
     normalize_totals,
 )
 from ansible_collections.rlinf.cluster.plugins.module_utils.ray_env import read_ray_env  # noqa: E402
-from ansible_collections.rlinf.cluster.plugins.module_utils.run_as import AccountError, run_as  # noqa: E402
 
 # Seconds to wait for an extra ALIVE node to vanish once every expected node is ALIVE (a
 # killed raylet's entry stays ALIVE until the GCS health check gives up on it).
@@ -282,13 +272,6 @@ def stdout_to_stderr():
             os.close(saved)
 
 
-def _user_name():
-    try:
-        return pwd.getpwuid(os.geteuid()).pw_name
-    except KeyError:
-        return str(os.geteuid())
-
-
 def split_address(address):
     host, _, port = address.strip().rpartition(":")
     if not host or not port.isdigit():
@@ -306,7 +289,6 @@ class RayClusterCheck:
         self.env_keys = list(self.params["env_keys"] or DEFAULT_ENV_KEYS)
         self.clock = clock
         self.sleep = sleep
-        self.warnings = []
         self.result = {
             "changed": False,
             "nodes": [],
@@ -315,7 +297,7 @@ class RayClusterCheck:
             "problems": [],
             "totals": {},
             "summary": "",
-            "driver": {"python_executable": sys.executable, "python": sys.version.split()[0], "user": _user_name()},
+            "driver": {"python_executable": sys.executable, "python": sys.version.split()[0]},
         }
 
     def fail(self, msg):
@@ -462,7 +444,7 @@ class RayClusterCheck:
             self.result[key] = report[key]
         worker_pythons = sorted({n["python_executable"] for n in report["nodes"] if n.get("python_executable")})
         if worker_pythons and worker_pythons != [sys.executable]:
-            self.warnings.append(
+            self.module.warn(
                 f"Ray workers run {', '.join(worker_pythons)} but this driver runs {sys.executable}; RLinf "
                 "warns when a driver's interpreter path differs from the workers': start RLinf drivers "
                 f"with {worker_pythons[0]} (or start Ray through the same path as the drivers)."
@@ -485,15 +467,13 @@ def build_module():
             env_keys=dict(type="list", elements="str", default=list(DEFAULT_ENV_KEYS)),
             env_file=dict(type="path"),
             ray_version=dict(type="str", default=""),
-            run_as=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
 
 
-def check(module):
-    """The whole check, as plain data: the failure (or None), a trace of an unexpected error,
-    the result and the warnings."""
+def main():
+    module = build_module()
     checker = RayClusterCheck(module)
     failure = None
     exception = None
@@ -509,29 +489,12 @@ def check(module):
                 "the module: report it with the exception text."
             )
             exception = traceback.format_exc()
-    return {"failure": failure, "exception": exception, "result": checker.result, "warnings": checker.warnings}
-
-
-def main():
-    module = build_module()
-    user = module.params["run_as"]
-    try:
-        outcome = run_as(user, lambda: check(module))
-    except AccountError as err:
-        module.fail_json(
-            msg=f"cannot run the check as run_as={user!r} ({err}); it is the account Ray runs as on the head "
-            "(ray_node_user): run site.yml, which creates it.",
-            exception=getattr(err, "detail", ""),
-        )
-    for warning in outcome["warnings"]:
-        module.warn(warning)
-    result, failure = outcome["result"], outcome["failure"]
     if failure is not None:
-        if not result["problems"]:
-            result["problems"] = [failure]
-        extra = {"exception": outcome["exception"]} if outcome["exception"] else {}
-        module.fail_json(msg=failure, **extra, **result)
-    module.exit_json(**result)
+        if not checker.result["problems"]:
+            checker.result["problems"] = [failure]
+        extra = {"exception": exception} if exception else {}
+        module.fail_json(msg=failure, **extra, **checker.result)
+    module.exit_json(**checker.result)
 
 
 if __name__ == "__main__":

@@ -398,34 +398,3 @@ def test_documentation_matches_argument_spec():
         spec = mod.build_module().argument_spec
     doc = assert_read_only_module_documented(mod, spec)
     assert set(doc["options"]["expected_nodes"]["suboptions"]) == set(spec["expected_nodes"]["options"])
-
-
-def test_run_as_runs_the_whole_check_as_that_account(monkeypatch, module_exits, gcs):
-    accounts = []
-
-    def recording_run_as(user, func):
-        accounts.append(user)
-        return func()
-
-    monkeypatch.setattr(mod, "run_as", recording_run_as)
-    with pytest.raises(ExitJson):
-        run_module(monkeypatch, FakeRay([HEALTHY], PROBES), args(gcs, run_as="rlinf-ray"))
-    assert accounts == ["rlinf-ray"]
-
-
-def test_a_missing_run_as_account_is_a_sentence_naming_the_fix(monkeypatch, module_exits, gcs):
-    monkeypatch.setattr(mod.os, "geteuid", lambda: 0)
-    with pytest.raises(FailJson) as exc:
-        run_module(monkeypatch, FakeRay([HEALTHY], PROBES), args(gcs, run_as="no-such-account-here"))
-    msg = exc.value.args[0]["msg"]
-    assert "run_as='no-such-account-here'" in msg and "does not exist" in msg and "ray_node_user" in msg
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another account needs root")
-def test_as_root_the_check_really_runs_as_the_account_and_reports_back(monkeypatch, module_exits, gcs):
-    fake = FakeRay([HEALTHY], PROBES)
-    with pytest.raises(ExitJson) as exc:
-        run_module(monkeypatch, fake, args(gcs, run_as="nobody"))
-    result = exc.value.args[0]
-    assert result["driver"]["user"] == "nobody"
-    assert result["summary"].startswith("OK: 3/3 nodes ALIVE")

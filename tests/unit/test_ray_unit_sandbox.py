@@ -17,7 +17,7 @@ GROUPS = {"ray_head": ["h"], "ray_workers": ["w1"]}
 NAMES = ("h", "w1")
 
 
-def probe(address, executable="/usr/bin/python3.11"):
+def probe(address, executable="/usr/bin/python3.11", sandbox=None):
     return {
         "systemd": True,
         "apt": True,
@@ -28,6 +28,7 @@ def probe(address, executable="/usr/bin/python3.11"):
         "manifest": [],
         "record": {},
         "unit": {"active": "active"},
+        "sandbox": {"mount_namespace": True} if sandbox is None else sandbox,
     }
 
 
@@ -69,9 +70,9 @@ def problems_of(settings) -> list[str]:
     return sentences(err.value.problems)
 
 
-def test_the_default_unit_is_sandboxed_and_runs_as_root():
+def test_the_default_unit_is_sandboxed():
     service = unit_of()["Service"]
-    assert "User" not in service  # root
+    assert "User" not in service and "ExecStartPre" not in service  # root, nothing run with full privileges
     assert service["NoNewPrivileges"] == ["yes"]
     assert service["CapabilityBoundingSet"] == [""] and service["AmbientCapabilities"] == [""]
     assert service["ProtectSystem"] == ["strict"]
@@ -99,20 +100,6 @@ def test_the_default_unit_is_sandboxed_and_runs_as_root():
         "ProcSubset",
     ):
         assert key not in service, key
-
-
-def test_the_temp_dir_is_handed_to_the_account_ray_runs_as_before_each_start():
-    pre = unit_of()["Service"]["ExecStartPre"]
-    assert pre == ["+/bin/mkdir -p /tmp/ray", "+/bin/chown -R -h root:root /tmp/ray"]
-    pre = unit_of({"ray_node_user": "rlinf-ray", "ray_temp_dir": "/data/ray-tmp"})["Service"]["ExecStartPre"]
-    assert pre == ["+/bin/mkdir -p /data/ray-tmp", "+/bin/chown -R -h rlinf-ray: /data/ray-tmp"]
-
-
-def test_ray_node_user_runs_ray_as_that_account_with_its_groups():
-    service = unit_of({"ray_node_user": "rlinf-ray", "ray_node_user_groups": ["render", "video"]})["Service"]
-    assert service["User"] == ["rlinf-ray"]
-    assert service["SupplementaryGroups"] == ["render video"]
-    assert service["NoNewPrivileges"] == ["yes"] and service["ProtectSystem"] == ["strict"]
 
 
 def test_without_the_sandbox_the_unit_is_the_plain_one():
@@ -169,14 +156,10 @@ def test_realtime_nodes_get_the_limits_and_no_realtime_ban():
 @pytest.mark.parametrize(
     ("settings", "phrase"),
     [
-        ({"ray_node_user": "root"}, "ray_node_user='root' is 'root'; leave it empty to run Ray as root"),
-        ({"ray_node_user": "nobody"}, "ray_node_user='nobody' is 'nobody'"),
-        ({"ray_node_user": "Ray User"}, "ray_node_user='Ray User' is not a user name"),
         ({"ray_node_writable_paths": ["/etc/cron.d"]}, "item 1 ('/etc/cron.d') is under /etc"),
         ({"ray_node_writable_paths": ["/var/spool/cron"]}, "is under /var/spool"),
         ({"ray_node_writable_paths": ["/tmp/x"]}, "is under /tmp; Ray may write there already"),
         ({"ray_node_writable_paths": "/data"}, "ray_node_writable_paths='/data' is a str, not a list"),
-        ({"ray_node_user_groups": ["render"]}, "ray_node_user_groups is set but ray_node_user is empty"),
         ({"ray_node_sandbox": "maybe"}, "ray_node_sandbox='maybe'"),
     ],
 )
@@ -185,10 +168,37 @@ def test_bad_sandbox_settings_are_refused_naming_host_and_variable(settings, phr
     assert any(phrase in p and p.startswith("host 'w1'") for p in found), found
 
 
-def test_the_record_keeps_the_account_ray_runs_as():
-    hostvars = {n: {"ansible_host": f"10.0.0.{i + 1}", "ray_node_user": "rlinf-ray"} for i, n in enumerate(NAMES)}
-    probes = {n: probe(f"10.0.0.{i + 1}") for i, n in enumerate(NAMES)}
-    node = P.resolve(P.static_plan(GROUPS, hostvars), probes)["nodes"]["w1"]
-    record = next(f["content"] for f in node["files"] if f["path"] == node["paths"]["record"])
-    assert '"user": "rlinf-ray"' in record
-    assert node["paths"]["users_dir"] == "/etc/rlinf/state/rlinf-ray.users"
+def resolve_problems(sandbox_found, settings=None, purpose="site"):
+    """The problems of resolving a plan where w1's probe found ``sandbox_found``."""
+    hostvars = {name: {"ansible_host": f"10.0.0.{i + 1}", **(settings or {})} for i, name in enumerate(NAMES)}
+    probes = {name: probe(f"10.0.0.{i + 1}") for i, name in enumerate(NAMES)}
+    probes["w1"]["sandbox"] = sandbox_found
+    try:
+        P.resolve(P.static_plan(GROUPS, hostvars), probes, purpose=purpose)
+    except PlanError as err:
+        return sentences(err.problems)
+    return []
+
+
+def test_a_host_whose_systemd_cannot_sandbox_is_refused_naming_host_and_fix():
+    found = resolve_problems({"mount_namespace": False})
+    assert len(found) == 1, found
+    assert found[0].startswith("host 'w1'"), found
+    assert "cannot set up a mount namespace" in found[0]
+    assert "--cap-add SYS_ADMIN" in found[0] and "ray_node_sandbox: false" in found[0]
+    failed = resolve_problems({"error": "Failed to start transient service unit: Access denied"})
+    assert len(failed) == 1 and failed[0].startswith("host 'w1'") and "Access denied" in failed[0], failed
+
+
+def test_the_sandbox_test_matters_only_for_a_sandboxed_unit_written_by_site():
+    assert resolve_problems({"mount_namespace": True}) == []
+    assert resolve_problems({"mount_namespace": False}, {"ray_node_sandbox": False}) == []
+    assert resolve_problems({"mount_namespace": False}, purpose="status") == []
+
+
+def test_a_checkout_that_defaults_to_rlinf_src_under_root_keeps_the_homes_but_that_one_hidden():
+    # rlinf_code_dest empty: the checkout lands on each node at rlinf_src's path, here under /root.
+    service = unit_of({"rlinf_src": "/root/RLinf", "rlinf_code_sync": "rsync"})["Service"]
+    assert service["ProtectHome"] == ["tmpfs"]
+    assert words(service, "BindPaths") == ["-/root/RLinf"]
+    assert words(service, "ReadWritePaths") == ["/tmp", "/var/tmp"]
