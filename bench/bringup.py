@@ -226,6 +226,11 @@ def report(figures: dict, path: Path) -> None:
         changed = "" if figure.get("changed") is None else figure["changed"]
         cpu = [figure.get(key, "") for key in ("node cpu", "controller cpu")]
         print(f"{step:<22} {figure['seconds']:>8} {changed:>8} {cpu[0]:>9} {cpu[1]:>8}")
+    print("\ncontroller CPU seconds per host, site.yml from stopped Ray:")
+    for step, figure in figures.items():
+        if step.startswith("bring-up ") and figure.get("controller cpu") not in (None, ""):
+            count = int(step.split()[1])
+            print(f"  {count:>3} nodes  {figure['controller cpu'] / count:6.2f} s/host")
     for step in ("no-op", "restart"):
         print(f"\nslowest tasks of {step} (profile_tasks):")
         for task in figures[step]["slowest"]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-_LAUNCH_UNIT = re.compile(r"/(rlinf-launch-[A-Za-z0-9_.@-]+)\.service(?:/|$)")
+# cgroup v2 has one line, v1 one per controller: any line naming the unit.
+_LAUNCH_UNIT = re.compile(r"/(rlinf-launch-[A-Za-z0-9_.@-]+)\.service(?:/|$)", re.MULTILINE)
 _COMMAND_LIMIT = 160
 
 

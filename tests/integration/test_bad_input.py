@@ -9,7 +9,7 @@ from lab_helpers import lab_hosts, run_playbook, write_inventory
 
 pytestmark = pytest.mark.lab
 
-FIRST_PLAY_ON_NODES = "PLAY [Check every node before anything is installed or started]"
+FIRST_PLAY_ON_NODES = "PLAY [Read every node once and resolve the plan against it"
 
 
 def said(run) -> str:
@@ -28,7 +28,7 @@ def test_old_ray_is_refused_before_any_host_is_touched(tmp_path):
     lab_hosts()
     run = run_playbook("site.yml", tmp_path, extravars={"rlinf_ray_version": "2.46.0"})
     assert_stopped_at_validation(run)
-    assert 'rlinf_ray_version="2.46.0" is not a Ray version >= 2.47.0' in said(run), run.stdout[-3000:]
+    assert "rlinf_ray_version='2.46.0' is older than 2.47.0" in said(run), run.stdout[-3000:]
 
 
 def test_two_heads_are_refused_before_any_host_is_touched(tmp_path):

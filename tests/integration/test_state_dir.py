@@ -57,7 +57,6 @@ def test_the_installed_collection_keeps_the_checkouts_token(tmp_path):
         "ANSIBLE_COLLECTIONS_PATH": str(installed),
         "ANSIBLE_HOST_KEY_CHECKING": "False",
         "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_CALLBACKS_ENABLED": "",
     }
     run = subprocess.run(
         [f"{BIN}/ansible-playbook", "rlinf.cluster.site", "-i", str(LAB_INVENTORY)],

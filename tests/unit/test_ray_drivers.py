@@ -20,6 +20,8 @@ def test_the_launch_unit_is_read_from_a_cgroup():
     text = "0::/system.slice/rlinf-launch-20261201-1300.service\n"
     assert D.unit_of_cgroup(text) == "rlinf-launch-20261201-1300"
     assert D.unit_of_cgroup("0::/system.slice/rlinf-ray.service\n") == ""
+    v1 = "12:pids:/system.slice/rlinf-launch-a.service\n11:memory:/system.slice/rlinf-launch-a.service\n1:cpu:/\n"
+    assert D.unit_of_cgroup(v1) == "rlinf-launch-a"
     assert D.unit_of_cgroup("0::/user.slice/user-0.slice/session-3.scope\n") == ""
 
 
