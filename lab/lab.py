@@ -13,6 +13,12 @@ the network, LAB_SUBNET gives each its own addresses. The default lab's inventor
 inventories/lab/hosts.yml; another lab's is .lab/<LAB_NAME>/inventory/ (sharing
 inventories/lab/group_vars).
 
+The containers get CAP_SYS_ADMIN besides NET_ADMIN (LAB_CAP_ADD, comma-separated, default
+SYS_ADMIN; LAB_CAP_ADD= gives none): systemd inside a container needs it to set up the mount
+namespace of the sandboxed Ray unit (ProtectSystem=, ProtectHome=, ReadWritePaths=). Without it
+systemd skips the sandbox silently and the preflight refuses the hosts. A lab container fact:
+systemd on a machine or VM has every capability.
+
 The hosts' flavour (a host whose flavour differs is recreated):
     LAB_DISTRO=bullseye|bookworm|trixie   Debian release of the image (bookworm)
     LAB_SSH_USER=NAME                     log in as NAME (passwordless sudo, root login
@@ -56,10 +62,12 @@ DATA_NETWORK = f"{LAB}-data"
 DATA_SUBNET = ipaddress.ip_network(os.environ.get("LAB_DATA_SUBNET", "10.89.87.0/24"))
 FIRST_HOST_OFFSET = 10
 LABEL = "rlinf.lab"
+# Further capabilities for the containers (see above).
+CAP_ADD = [cap.strip() for cap in os.environ.get("LAB_CAP_ADD", "SYS_ADMIN").split(",") if cap.strip()]
 # What the hosts were made as; a host made otherwise is recreated.
 FLAVOUR_LABEL = "rlinf.lab.flavour"
-FLAVOUR = f"image={IMAGE} user={SSH_USER} nics={NICS}"
-# Hosts made before the label existed were all this.
+FLAVOUR = f"image={IMAGE} user={SSH_USER} nics={NICS} caps={','.join(CAP_ADD) or '-'}"
+# Hosts made before the label existed were all this (and had no further capability).
 LEGACY_FLAVOUR = "image=localhost/rlinf-lab:bookworm user=root nics=1"
 READY_TIMEOUT = 90
 SSH_OPTS = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
@@ -178,6 +186,7 @@ def ensure_container(name: str, index: int, existing: dict[str, dict]) -> None:
         "--systemd=always",
         "--cap-add",
         "NET_ADMIN",
+        *(arg for cap in CAP_ADD for arg in ("--cap-add", cap)),
         "--device",
         "/dev/net/tun",
         "--shm-size=1g",

@@ -26,7 +26,14 @@ from collections.abc import Mapping, Sequence
 
 from packaging.version import Version
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import firewall, metrics, render, schema, wheelhouse
+from ansible_collections.rlinf.cluster.plugins.module_utils import (
+    firewall,
+    metrics,
+    render,
+    sandbox,
+    schema,
+    wheelhouse,
+)
 from ansible_collections.rlinf.cluster.plugins.module_utils.overlay import OverlayError, overlay_members
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, Problem
 from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import (
@@ -483,6 +490,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         }
         if head_reader["rlinf_code_sync"] == "rsync" and node["code_dest"]:
             node["paths"]["code_dest"] = node["code_dest"]
+        node["service"] = sandbox.service_of(node["unit"], node["paths"], node["code_dest"], reader)
         _reserved_units(node, reader, problems)
         _path_overlaps(node, problems)
         nodes[name] = node
@@ -844,6 +852,31 @@ def _python_problems(name: str, node: Mapping, probe: Mapping, ray_version: str,
         )
 
 
+def _sandbox_problems(name: str, found: Mapping, problems: list[Problem]) -> None:
+    """A host whose systemd cannot give the Ray unit a mount namespace would run Ray unsandboxed
+    without a word (systemd skips ProtectSystem=, ProtectHome=, ReadWritePaths= there)."""
+    fix = (
+        "in a container, give it CAP_SYS_ADMIN (podman/docker run --cap-add SYS_ADMIN); or set "
+        "ray_node_sandbox: false for this host (Ray then runs with the whole machine open)"
+    )
+    if found.get("mount_namespace") is False:
+        problems.append(
+            Problem(
+                name,
+                "systemd here cannot set up a mount namespace for a unit (it would skip the Ray unit's "
+                f"ProtectSystem=, ProtectHome= and ReadWritePaths= silently): {fix}; nothing was installed.",
+            )
+        )
+    elif found.get("error"):
+        problems.append(
+            Problem(
+                name,
+                f"could not test whether systemd can sandbox the Ray unit ({found['error']}): {fix}; "
+                "nothing was installed.",
+            )
+        )
+
+
 def _host_problems(
     name: str, node: Mapping, probe: Mapping, plan: Mapping, purpose: str, problems: list[Problem]
 ) -> None:
@@ -864,6 +897,8 @@ def _host_problems(
             )
         )
     _python_problems(name, node, probe, plan["cluster"]["ray_version"], problems)
+    if node["service"]["sandbox"] and purpose == "site":
+        _sandbox_problems(name, probe.get("sandbox") or {}, problems)
     for key, info in (probe.get("paths") or {}).items():
         if not info.get("exists") or info.get("ours"):
             continue
@@ -1106,7 +1141,8 @@ def record_of(node: Mapping, plan: Mapping) -> dict:
 def _rendered(node: dict, plan: Mapping, probe: Mapping) -> dict:
     env = node_env(node, plan)
     args = ray_args(node, plan)
-    unit = render.ray_unit(node, args, plan["cluster"])
+    prefix = sandbox.python_prefix(str((probe.get("python") or {}).get("executable") or ""))
+    unit = render.ray_unit(node, args, plan["cluster"], sandbox.mounts(node["service"], node["paths"], prefix))
     files = [
         {"path": node["paths"]["env_file"], "content": render.env_file(env), "mode": "0644", "restart": True},
         {"path": node["paths"]["unit_file"], "content": unit, "mode": "0644", "restart": True, "reload": True},

@@ -17,6 +17,7 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 
+from ansible_collections.rlinf.cluster.plugins.module_utils import sandbox
 from ansible_collections.rlinf.cluster.plugins.module_utils.env_file import render_env
 
 MANAGED = "Managed by rlinf-ansible"
@@ -83,9 +84,14 @@ def profile(node: Mapping) -> str:
     )
 
 
-def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping) -> str:
-    """The systemd unit that runs `ray start --block` for one Ray node."""
+def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping, mounts: Mapping | None = None) -> str:
+    """The systemd unit that runs `ray start --block` for one Ray node.
+
+    ``node["service"]`` (plugins/module_utils/sandbox.py) says whether it is sandboxed; ``mounts``
+    (sandbox.mounts) what it may write and which home paths it sees.
+    """
     paths = node["paths"]
+    service = node["service"]
     role = "head" if node["role"] == "head" else "worker"
     after = "network-online.target" + (" easytier.service" if cluster.get("overlay") else "")
     auth = (
@@ -94,36 +100,101 @@ def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping) -> str:
         else ["RAY_AUTH_MODE=disabled"]
     )
     exec_start = [paths["python"], paths["venv"] + "/bin/ray", "start", "--block", *args]
-    return "\n".join(
-        [
-            f"# {MANAGED} (rlinf.cluster.ray_node); local edits are overwritten.",
-            "[Unit]",
-            f"Description=Ray {role} for RLinf (rank {node['rank']})",
-            f"After={after}",
-            "Wants=network-online.target",
-            "",
-            "[Service]",
-            "Type=simple",
-            "# Token auth does not depend on the env file: a missing file fails the start instead.",
-            f"Environment={systemd_line(auth)}",
-            "# Ray freezes its environment at start: a change to this file restarts the unit.",
-            f"EnvironmentFile={systemd_word(paths['env_file'])}",
-            "# Started through bin/python so Ray's workers run the interpreter drivers use (RLinf",
-            "# warns when a driver's sys.executable differs from the workers').",
-            f"ExecStart={systemd_line(exec_start)}",
-            "# `ray start --block` exits 1 on SIGTERM and when a Ray process dies: a stop stays a",
-            "# clean stop, and a dead raylet brings the node back.",
-            "SuccessExitStatus=1",
-            "Restart=always",
-            "RestartSec=5",
-            "# A stop sends SIGTERM to every process of the unit at once, the head's GCS included, so",
-            "# Ray's drain-on-SIGTERM (through the GCS) can only wait out its timeout: skip it.",
-            "Environment=RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S=0",
-            "TimeoutStopSec=20",
-            "LimitNOFILE=65536",
-            "",
-            "[Install]",
-            "WantedBy=multi-user.target",
-            "",
+    lines = [
+        f"# {MANAGED} (rlinf.cluster.ray_node); local edits are overwritten.",
+        "[Unit]",
+        f"Description=Ray {role} for RLinf (rank {node['rank']})",
+        f"After={after}",
+        "Wants=network-online.target",
+        "",
+        "[Service]",
+        "Type=simple",
+    ]
+    lines += [
+        "# Token auth does not depend on the env file: a missing file fails the start instead.",
+        f"Environment={systemd_line(auth)}",
+        "# Ray freezes its environment at start: a change to this file restarts the unit.",
+        f"EnvironmentFile={systemd_word(paths['env_file'])}",
+    ]
+    if service["state_dir"]:
+        lines += [
+            "# Ray's home (caches of Hugging Face, Triton, LIBERO...): its own, the homes are hidden.",
+            f"Environment={systemd_word('HOME=' + service['home'])}",
+            f"StateDirectory={systemd_word(service['state_dir'])}",
+            "StateDirectoryMode=0750",
         ]
-    )
+    lines += [
+        "# Started through bin/python so Ray's workers run the interpreter drivers use (RLinf",
+        "# warns when a driver's sys.executable differs from the workers').",
+        f"ExecStart={systemd_line(exec_start)}",
+        "# `ray start --block` exits 1 on SIGTERM and when a Ray process dies: a stop stays a",
+        "# clean stop, and a dead raylet brings the node back.",
+        "SuccessExitStatus=1",
+        "Restart=always",
+        "RestartSec=5",
+        "# A stop sends SIGTERM to every process of the unit at once, the head's GCS included, so",
+        "# Ray's drain-on-SIGTERM (through the GCS) can only wait out its timeout: skip it.",
+        "Environment=RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S=0",
+        "TimeoutStopSec=20",
+        "LimitNOFILE=65536",
+    ]
+    if service["realtime"]:
+        lines += [
+            "# ray_node_realtime: SCHED_FIFO and mlock through the limits, without a capability.",
+            "LimitRTPRIO=99",
+            "LimitMEMLOCK=infinity",
+        ]
+    if service["sandbox"]:
+        lines += sandbox_lines(service, mounts or {})
+    lines += ["", "[Install]", "WantedBy=multi-user.target", ""]
+    return "\n".join(lines)
+
+
+def _paths_line(key: str, required: Sequence[str], optional: Sequence[str] = ()) -> list[str]:
+    words = [systemd_word(p) for p in required] + [systemd_word("-" + p) for p in optional]
+    return [f"{key}={' '.join(words)}"] if words else []
+
+
+def sandbox_lines(service: Mapping, mounts: Mapping) -> list[str]:
+    """The sandbox directives (ray_node_sandbox): what each keeps away from the code Ray runs."""
+    lines = [
+        "# Sandbox (ray_node_sandbox): Ray runs whatever code a token holder sends. No capabilities and",
+        "# no way to gain any (setuid binaries included).",
+        "NoNewPrivileges=yes",
+        "CapabilityBoundingSet=",
+        "AmbientCapabilities=",
+        "# The file system read-only but for /tmp and /var/tmp (Ray's temp dir, tempfile), Ray's home, the",
+        "# checkout (RLinf writes logs and checkpoints under <checkout>/logs; '-': may be missing) and",
+        "# ray_node_writable_paths. The venv is read-only: Ray writes nothing there, root runs it.",
+        "ProtectSystem=strict",
+        *_paths_line("ReadWritePaths", mounts.get("read_write", []), mounts.get("read_write_optional", [])),
+        f"ProtectHome={mounts.get('protect_home', 'yes')}",
+        *_paths_line("BindPaths", mounts.get("bind", []), mounts.get("bind_optional", [])),
+        *_paths_line("BindReadOnlyPaths", mounts.get("bind_read_only", [])),
+        "# Drivers reach Ray's sockets and session files under /tmp/ray: no private /tmp.",
+        "PrivateTmp=no",
+        "UMask=0027",
+        "ProtectKernelTunables=yes",
+        "ProtectKernelModules=yes",
+        "ProtectKernelLogs=yes",
+        "ProtectControlGroups=yes",
+        "ProtectHostname=yes",
+        "ProtectProc=invisible",
+        "LockPersonality=yes",
+    ]
+    if not service["realtime"]:
+        lines.append("RestrictRealtime=yes")
+    lines += [
+        "RestrictSUIDSGID=yes",
+        "RestrictNamespaces=yes",
+        "# Local, Internet and netlink sockets, and SocketCAN for RLinf's robot arms.",
+        f"RestrictAddressFamilies={' '.join(sandbox.ADDRESS_FAMILIES)}",
+        "SystemCallArchitectures=native",
+        "# A call outside the set fails with EPERM instead of killing the process.",
+        "SystemCallFilter=@system-service",
+        "SystemCallErrorNumber=EPERM",
+        "# Left open on purpose: devices (PrivateDevices=, DevicePolicy=, and ProtectClock=, which adds a",
+        "# device allow-list) for GPUs, cameras and robots; W+X memory (MemoryDenyWriteExecute=) for the",
+        "# JITs of numba/llvmlite and CUDA; /proc's system files (ProcSubset=) Ray reads; the network.",
+    ]
+    return lines

@@ -143,6 +143,25 @@ _HOSTNAME = re.compile(
 )
 _EXTRA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _RESOURCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/-]{0,63}$")
+# Where a path the Ray unit may write can never be: the system's programs, its configuration
+# and spools (a writable /etc or crontab is a root shell for whoever holds the Ray token), and
+# the temporary directories the unit may write already.
+_NOT_WRITABLE = (
+    "/bin",
+    "/boot",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/sbin",
+    "/usr",
+    "/var/spool",
+    "/var/lib/dpkg",
+    "/var/lib/systemd",
+    "/root/.ssh",
+)
+_ALREADY_WRITABLE = ("/tmp", "/var/tmp")
 _BOOL_TRUE = {"true", "yes", "on", "1"}
 _BOOL_FALSE = {"false", "no", "off", "0"}
 
@@ -458,6 +477,22 @@ def node_path(value):
     clash = _system_clash(result)
     if clash:
         raise Bad(clash, "use a directory of its own, e.g. below /opt/rlinf or /etc/rlinf")
+    return result
+
+
+def writable_path(value):
+    """A directory the Ray unit may write (created when missing): never a system directory."""
+    result = node_path(value)
+    for roots, fix in (
+        (
+            _NOT_WRITABLE,
+            "a writable path there lets whoever holds the Ray token change the system: choose a data directory",
+        ),
+        (_ALREADY_WRITABLE, "Ray may write there already: leave it out"),
+    ):
+        clash = [r for r in roots if result == r or result.startswith(r + "/")]
+        if clash:
+            raise Bad(f"is under {clash[0]}", fix)
     return result
 
 

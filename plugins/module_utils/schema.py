@@ -160,6 +160,16 @@ VARS = (
         "node",
         "a list, one --flag[=value] per item, not a flag rlinf-ansible sets",
     ),
+    # The Ray unit's sandbox (plugins/module_utils/sandbox.py)
+    Var("ray_node_sandbox", True, r.boolean, "node", _BOOL + "; false drops the unit's sandbox (not advised)"),
+    Var(
+        "ray_node_writable_paths",
+        [],
+        r.list_of(r.writable_path, "directories"),
+        "node",
+        "a list of directories Ray may write (created when missing); " + _NODE_PATH + "; not under /etc, /usr...",
+    ),
+    Var("ray_node_realtime", False, r.boolean, "node", _BOOL + "; true lets Ray's workers use SCHED_FIFO and mlock"),
     Var("ray_node_head_wait_timeout", 60, r.integer(1), "cluster", "seconds, >= 1"),
     Var("ray_join_batch", "100%", r.join_batch, "cluster", "a count >= 1 or a percentage"),
     Var("ray_client_server_port", 10001, r.pinned_port, "node", _PINNED),

@@ -17,6 +17,10 @@ description:
     O(unit) (active state, units of the same name installed by the system or a package), each path
     in O(paths) (exists, kind, whether rlinf-ansible wrote it), the record and manifest rlinf-ansible
     keeps under C(/etc/rlinf/state), and whether O(port) is taken by a process outside the unit.
+  - With O(sandbox), whether systemd here can give a unit a mount namespace of its own (a transient
+    unit with C(PrivateMounts=yes) reads its namespace). Where it cannot (a container without
+    C(CAP_SYS_ADMIN)), systemd skips C(ProtectSystem=), C(ProtectHome=) and C(ReadWritePaths=)
+    silently.
   - A path is rlinf-ansible's when its manifest O(manifest) lists it or its first line says
     C(Managed by rlinf-ansible).
 version_added: 0.2.0
@@ -54,6 +58,10 @@ options:
     description:
       - A TCP port (the head's GCS port) to report as busy when a process listens on it while O(unit) is not active.
     type: int
+  sandbox:
+    description: Test whether systemd can set up a unit's mount namespace (see RV(sandbox)).
+    type: bool
+    default: false
 notes:
   - Needs C(ip) (iproute2) for the network part.
 """
@@ -71,6 +79,7 @@ EXAMPLES = r"""
     manifest: /etc/rlinf/state/rlinf-ray.manifest.json
     record: /etc/rlinf/state/rlinf-ray.json
     port: 6379
+    sandbox: true
   register: rlinf_probe
 """
 
@@ -131,6 +140,13 @@ port_busy:
   description: Whether O(port) has a listener while O(unit) is not active.
   returned: always
   type: bool
+sandbox:
+  description:
+    - With O(sandbox) and systemd, C(mount_namespace) (whether a unit got a mount namespace of its own) or
+      C(error) (the test could not run); empty otherwise.
+  returned: always
+  type: dict
+  sample: {mount_namespace: true}
 """
 
 import json  # noqa: E402
@@ -208,6 +224,31 @@ def run_json(module, argv):
         return json.loads(out.strip().splitlines()[-1]), None
     except (ValueError, IndexError):
         return None, f"unreadable output: {out.strip()[-200:]}"
+
+
+# A transient unit that only reads its own mount namespace; --wait --pipe: its output is ours.
+NAMESPACE_PROBE = [
+    "systemd-run",
+    "--quiet",
+    "--wait",
+    "--pipe",
+    "--collect",
+    "--property=PrivateMounts=yes",
+    "/bin/readlink",
+    "/proc/self/ns/mnt",
+]
+
+
+def sandbox_info(module):
+    """Whether systemd gives a unit a mount namespace of its own (the Ray unit's sandbox needs one)."""
+    try:
+        init = os.readlink("/proc/1/ns/mnt")
+    except OSError as err:
+        return {"error": f"cannot read /proc/1/ns/mnt: {err.strerror}"}
+    rc, out, err = module.run_command(NAMESPACE_PROBE)
+    if rc != 0 or not out.strip():
+        return {"error": (err or out).strip()[-300:] or f"systemd-run exited with status {rc}"}
+    return {"mount_namespace": out.strip().splitlines()[-1] != init}
 
 
 def python_info(module, python):
@@ -299,6 +340,7 @@ def main():
             "manifest": {"type": "path"},
             "record": {"type": "path"},
             "port": {"type": "int"},
+            "sandbox": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -321,6 +363,7 @@ def main():
         "unit": {},
         "os_units": [],
         "port_busy": False,
+        "sandbox": {},
     }
     if params["unit"]:
         _rc, out, _err = module.run_command(["systemctl", "is-active", params["unit"]])
@@ -335,6 +378,8 @@ def main():
         ]
         # /lib is often a symlink to /usr/lib: one unit, one report.
         result["os_units"] = sorted({os.path.realpath(p): p for p in result["os_units"]}.values())
+    if params["sandbox"] and result["systemd"]:
+        result["sandbox"] = sandbox_info(module)
     if params["port"] and result["unit"].get("active") != "active":
         result["port_busy"] = listening(params["port"])
     module.exit_json(**result)

@@ -144,3 +144,33 @@ def test_a_wrong_version_a_missing_package_and_an_extras_dependency_are_named(ve
 def test_no_venv_satisfies_nothing(tmp_path):
     info = mod.venv_info(RealModule(), str(tmp_path / "none"), ["ray==2.60.0"])
     assert info == {"exists": False, "satisfied": False, "unsatisfied": ["ray==2.60.0: no venv"]}
+
+
+class NamespaceModule:
+    """systemd-run's answer: the transient unit's mount namespace (or a failure)."""
+
+    def __init__(self, rc, out, err=""):
+        self.answer = (rc, out, err)
+        self.argv = None
+
+    def run_command(self, argv):
+        self.argv = argv
+        return self.answer
+
+
+def test_a_unit_in_a_mount_namespace_of_its_own_means_systemd_can_sandbox(monkeypatch):
+    monkeypatch.setattr(mod.os, "readlink", lambda path: "mnt:[4026531841]")
+    module = NamespaceModule(0, "mnt:[4026532999]\n")
+    assert mod.sandbox_info(module) == {"mount_namespace": True}
+    assert "--property=PrivateMounts=yes" in module.argv and module.argv[-1] == "/proc/self/ns/mnt"
+
+
+def test_a_unit_left_in_init_s_namespace_means_systemd_skipped_the_sandbox(monkeypatch):
+    monkeypatch.setattr(mod.os, "readlink", lambda path: "mnt:[4026531841]")
+    assert mod.sandbox_info(NamespaceModule(0, "mnt:[4026531841]\n")) == {"mount_namespace": False}
+
+
+def test_a_failed_systemd_run_is_an_error_not_a_verdict(monkeypatch):
+    monkeypatch.setattr(mod.os, "readlink", lambda path: "mnt:[4026531841]")
+    found = mod.sandbox_info(NamespaceModule(1, "", "Failed to connect to bus: No such file or directory"))
+    assert found == {"error": "Failed to connect to bus: No such file or directory"}

@@ -1,0 +1,204 @@
+"""The Ray unit's sandbox: which directives the plan renders for which settings (issue 19).
+
+The unit is read back as systemd reads it (key -> every value, in order), so the tests assert
+what systemd would apply, not that a word appears somewhere. The lab test
+(tests/integration/test_ray_sandbox.py) has systemd itself verify and score the unit.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
+from ansible_collections.rlinf.cluster.plugins.module_utils import sandbox
+from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
+
+GROUPS = {"ray_head": ["h"], "ray_workers": ["w1"]}
+NAMES = ("h", "w1")
+
+
+def probe(address, executable="/usr/bin/python3.11", sandbox=None):
+    return {
+        "systemd": True,
+        "apt": True,
+        "python": {"version": "3.11.2", "machine": "x86_64", "glibc": "2.36", "executable": executable},
+        "interfaces": {"lo": ["127.0.0.1"], "eth0": [address]},
+        "default_route": {"device": "eth0", "address": address},
+        "paths": {},
+        "manifest": [],
+        "record": {},
+        "unit": {"active": "active"},
+        "sandbox": {"mount_namespace": True} if sandbox is None else sandbox,
+    }
+
+
+def unit_of(settings=None, executable="/usr/bin/python3.11", node="w1"):
+    """The Ray unit of ``node`` when every host has ``settings``, as {section: {key: [values]}}."""
+    hostvars = {name: {"ansible_host": f"10.0.0.{i + 1}", **(settings or {})} for i, name in enumerate(NAMES)}
+    probes = {name: probe(f"10.0.0.{i + 1}", executable) for i, name in enumerate(NAMES)}
+    resolved = P.resolve(P.static_plan(GROUPS, hostvars), probes)
+    files = resolved["nodes"][node]["files"]
+    text = next(f["content"] for f in files if f["path"].endswith(".service"))
+    return parse_unit(text)
+
+
+def parse_unit(text: str) -> dict[str, dict[str, list[str]]]:
+    sections: dict[str, dict[str, list[str]]] = {}
+    current = None
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            current = sections.setdefault(line.strip("[]"), {})
+            continue
+        key, _, value = line.partition("=")
+        current.setdefault(key, []).append(value)
+    return sections
+
+
+def words(service: dict, key: str) -> list[str]:
+    """Every word of every ``key=`` line (path lists may be split over several lines)."""
+    return [w for value in service.get(key, []) for w in value.split()]
+
+
+def problems_of(settings) -> list[str]:
+    """The problems of an inventory where w1 alone has ``settings``."""
+    hostvars = {name: {"ansible_host": f"10.0.0.{i + 1}"} for i, name in enumerate(NAMES)}
+    hostvars["w1"].update(settings)
+    with pytest.raises(PlanError) as err:
+        P.static_plan(GROUPS, hostvars)
+    return sentences(err.value.problems)
+
+
+def test_the_default_unit_is_sandboxed():
+    service = unit_of()["Service"]
+    assert "User" not in service and "ExecStartPre" not in service  # root, nothing run with full privileges
+    assert service["NoNewPrivileges"] == ["yes"]
+    assert service["CapabilityBoundingSet"] == [""] and service["AmbientCapabilities"] == [""]
+    assert service["ProtectSystem"] == ["strict"]
+    assert words(service, "ReadWritePaths") == ["/tmp", "/var/tmp"]
+    assert service["ProtectHome"] == ["yes"] and "BindPaths" not in service
+    # Drivers reach /tmp/ray: Ray must share the machine's /tmp.
+    assert service["PrivateTmp"] == ["no"]
+    assert service["UMask"] == ["0027"]
+    for key in ("ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs", "ProtectControlGroups"):
+        assert service[key] == ["yes"], key
+    for key in ("LockPersonality", "RestrictRealtime", "RestrictSUIDSGID", "RestrictNamespaces"):
+        assert service[key] == ["yes"], key
+    assert words(service, "RestrictAddressFamilies") == list(sandbox.ADDRESS_FAMILIES)
+    assert service["SystemCallFilter"] == ["@system-service"] and service["SystemCallErrorNumber"] == ["EPERM"]
+    # Ray's home is the unit's state directory, writable under ProtectSystem=strict.
+    assert "HOME=/var/lib/rlinf-ray" in service["Environment"]
+    assert service["StateDirectory"] == ["rlinf-ray"]
+    # What Ray (GPUs, robots) or its JITs do not tolerate stays unset.
+    for key in (
+        "MemoryDenyWriteExecute",
+        "PrivateDevices",
+        "DevicePolicy",
+        "DeviceAllow",
+        "ProtectClock",
+        "ProcSubset",
+    ):
+        assert key not in service, key
+
+
+def test_without_the_sandbox_the_unit_is_the_plain_one():
+    service = unit_of({"ray_node_sandbox": False})["Service"]
+    for key in ("NoNewPrivileges", "ProtectSystem", "ProtectHome", "CapabilityBoundingSet", "StateDirectory"):
+        assert key not in service, key
+    assert not [e for e in service["Environment"] if e.startswith("HOME=")]
+    assert service["ExecStart"][0].startswith("/opt/rlinf/venv/bin/python /opt/rlinf/venv/bin/ray start --block")
+
+
+def test_writable_paths_and_a_temp_dir_outside_tmp_become_read_write_paths():
+    service = unit_of({"ray_node_writable_paths": ["/data/ckpt", "/srv/hf"], "ray_temp_dir": "/data/ray-tmp"})[
+        "Service"
+    ]
+    assert words(service, "ReadWritePaths") == ["/tmp", "/var/tmp", "/data/ray-tmp", "/data/ckpt", "/srv/hf"]
+    node = P.static_plan(
+        GROUPS,
+        {
+            n: {"ansible_host": f"10.0.0.{i + 1}", "ray_node_writable_paths": ["/data/ckpt"]}
+            for i, n in enumerate(NAMES)
+        },
+    )["nodes"]["w1"]
+    assert node["service"]["create_dirs"] == ["/data/ckpt"]
+
+
+def test_the_checkout_is_writable_and_may_be_missing_on_a_node():
+    service = unit_of({"rlinf_code_dest": "/srv/RLinf"})["Service"]
+    assert words(service, "ReadWritePaths") == ["/tmp", "/var/tmp", "-/srv/RLinf"]
+    assert service["ProtectHome"] == ["yes"]
+
+
+def test_a_checkout_under_a_home_is_bound_into_an_empty_home():
+    service = unit_of({"rlinf_code_dest": "/home/alice/RLinf"})["Service"]
+    assert service["ProtectHome"] == ["tmpfs"]
+    assert words(service, "BindPaths") == ["-/home/alice/RLinf"]
+    assert "-/home/alice/RLinf" not in words(service, "ReadWritePaths")
+
+
+def test_a_python_or_venv_under_a_home_stays_readable():
+    service = unit_of(executable="/root/.pyenv/versions/3.11.7/bin/python3.11")["Service"]
+    assert service["ProtectHome"] == ["tmpfs"]
+    assert words(service, "BindReadOnlyPaths") == ["/root/.pyenv/versions/3.11.7"]
+    service = unit_of({"rlinf_venv_dir": "/home/alice/venv"})["Service"]
+    assert words(service, "BindReadOnlyPaths") == ["/home/alice/venv"]
+
+
+def test_realtime_nodes_get_the_limits_and_no_realtime_ban():
+    service = unit_of({"ray_node_realtime": True})["Service"]
+    assert service["LimitRTPRIO"] == ["99"] and service["LimitMEMLOCK"] == ["infinity"]
+    assert "RestrictRealtime" not in service
+    assert service["CapabilityBoundingSet"] == [""]  # the limits need no capability
+
+
+@pytest.mark.parametrize(
+    ("settings", "phrase"),
+    [
+        ({"ray_node_writable_paths": ["/etc/cron.d"]}, "item 1 ('/etc/cron.d') is under /etc"),
+        ({"ray_node_writable_paths": ["/var/spool/cron"]}, "is under /var/spool"),
+        ({"ray_node_writable_paths": ["/tmp/x"]}, "is under /tmp; Ray may write there already"),
+        ({"ray_node_writable_paths": "/data"}, "ray_node_writable_paths='/data' is a str, not a list"),
+        ({"ray_node_sandbox": "maybe"}, "ray_node_sandbox='maybe'"),
+    ],
+)
+def test_bad_sandbox_settings_are_refused_naming_host_and_variable(settings, phrase):
+    found = problems_of(settings)
+    assert any(phrase in p and p.startswith("host 'w1'") for p in found), found
+
+
+def resolve_problems(sandbox_found, settings=None, purpose="site"):
+    """The problems of resolving a plan where w1's probe found ``sandbox_found``."""
+    hostvars = {name: {"ansible_host": f"10.0.0.{i + 1}", **(settings or {})} for i, name in enumerate(NAMES)}
+    probes = {name: probe(f"10.0.0.{i + 1}") for i, name in enumerate(NAMES)}
+    probes["w1"]["sandbox"] = sandbox_found
+    try:
+        P.resolve(P.static_plan(GROUPS, hostvars), probes, purpose=purpose)
+    except PlanError as err:
+        return sentences(err.problems)
+    return []
+
+
+def test_a_host_whose_systemd_cannot_sandbox_is_refused_naming_host_and_fix():
+    found = resolve_problems({"mount_namespace": False})
+    assert len(found) == 1, found
+    assert found[0].startswith("host 'w1'"), found
+    assert "cannot set up a mount namespace" in found[0]
+    assert "--cap-add SYS_ADMIN" in found[0] and "ray_node_sandbox: false" in found[0]
+    failed = resolve_problems({"error": "Failed to start transient service unit: Access denied"})
+    assert len(failed) == 1 and failed[0].startswith("host 'w1'") and "Access denied" in failed[0], failed
+
+
+def test_the_sandbox_test_matters_only_for_a_sandboxed_unit_written_by_site():
+    assert resolve_problems({"mount_namespace": True}) == []
+    assert resolve_problems({"mount_namespace": False}, {"ray_node_sandbox": False}) == []
+    assert resolve_problems({"mount_namespace": False}, purpose="status") == []
+
+
+def test_a_checkout_that_defaults_to_rlinf_src_under_root_keeps_the_homes_but_that_one_hidden():
+    # rlinf_code_dest empty: the checkout lands on each node at rlinf_src's path, here under /root.
+    service = unit_of({"rlinf_src": "/root/RLinf", "rlinf_code_sync": "rsync"})["Service"]
+    assert service["ProtectHome"] == ["tmpfs"]
+    assert words(service, "BindPaths") == ["-/root/RLinf"]
+    assert words(service, "ReadWritePaths") == ["/tmp", "/var/tmp"]
