@@ -804,7 +804,10 @@ def _in_project_dir(path: str) -> bool:
 def _owned_trees(node: Mapping, probe: Mapping, wheelhouse: bool) -> dict:
     """The directories a tool fills for us (the venv, the wheelhouse copy): ``own_trees`` are
     re-listed in the manifest after each install; ``adopt`` are an earlier install's, under our
-    project directories but not yet in the manifest, to list now."""
+    project directories but not yet in the manifest, to list now. On a machine several Ray nodes
+    share, only the one that installs the venv owns it: purging another of them keeps it."""
+    if not node.get("installs_venv", True):
+        return {"own_trees": [], "adopt": []}
     recorded = {entry.get("path") for entry in probe.get("manifest") or []}
     own, adopt = [], []
     for key in ("venv", "wheelhouse") if wheelhouse else ("venv",):

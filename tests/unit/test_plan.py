@@ -303,6 +303,13 @@ def test_ray_nodes_sharing_a_machine_share_its_venv_and_firewall_installed_once(
     plan = P.static_plan(groups, hv)
     assert [plan["nodes"][n]["installs_venv"] for n in ("h", "w1", "b")] == [True, True, False]
     assert [plan["nodes"][n]["machine_owner"] for n in ("h", "w1", "b")] == [True, True, False]
+    # The venv exists (the first node installed it): only that node lists it in its manifest, so
+    # purging the other Ray node of the machine keeps it.
+    venv = {key: {"exists": True, "kind": "dir", "ours": True} for key in ("venv", "wheelhouse")}
+    shared = probe("10.0.0.2", paths=venv)
+    out = P.resolve(plan, {"h": probe("10.0.0.1", paths=venv), "w1": shared, "b": shared})
+    assert out["nodes"]["w1"]["own_trees"] and out["nodes"]["w1"]["adopt"]
+    assert out["nodes"]["b"]["own_trees"] == [] and out["nodes"]["b"]["adopt"] == []
     hv["b"]["rlinf_venv_dir"] = "/opt/rlinf/venv-b"
     assert P.static_plan(groups, hv)["nodes"]["b"]["installs_venv"] is True
     del hv["b"]["rlinf_env_profile_script"]
