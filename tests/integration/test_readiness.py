@@ -114,7 +114,13 @@ def test_tcp_fallback_without_torch(tmp_path, hosts):
         assert pair["ok"] and pair["address"] == hosts[dst] and pair["port"] > 0, pair
         assert pair["connect_s"] > 0 and pair["gbps"] > 0, pair
     for node in ready["nodes"]:
-        assert node["address"] == hosts[node["name"]] and node["source"] == "hostname", node
+        # RLINF_COMM_NET_DEVICES is always written (the default route's NIC here), so the address
+        # is the one RLinf's GLOO_SOCKET_IFNAME names, not the hostname's.
+        assert (node["interface"], node["address"], node["source"]) == (
+            "eth0",
+            hosts[node["name"]],
+            "GLOO_SOCKET_IFNAME",
+        ), node
         assert node["tcp"]["ok"] and sorted(node["tcp"]["reached"]) == sorted(set(names) - {node["name"]})
     assert ready["rlinf"]["state"] == "not_installed"
 
