@@ -16,7 +16,7 @@ import pytest
 from lab_helpers import ROOT, run_playbook, ssh, write_inventory
 
 # Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
-pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
+pytestmark = pytest.mark.lab
 
 METRICS_PORT, NODE_EXPORTER, PROMETHEUS = 6384, 9100, "http://127.0.0.1:9090"
 DROPINS = (
@@ -85,13 +85,14 @@ def with_metrics(firewall: bool):
     return mutate
 
 
-@pytest.fixture
-def back_to_the_lab_inventory(cluster, tmp_path):
-    """After the test: site.yml from the lab inventory (metrics off) stops and removes what metrics ran."""
+@pytest.fixture(scope="module")
+def back_to_the_lab_inventory(hosts, tmp_path_factory):
+    """After the module's tests (one Prometheus set-up for both, each test turning on what it
+    checks): site.yml from the lab inventory (metrics off) stops and removes what metrics ran."""
     yield
-    run = run_playbook("site.yml", tmp_path)
+    run = run_playbook("site.yml", tmp_path_factory.mktemp("metrics-off"))
     assert run.rc == 0, run.stdout[-3000:]
-    assert_metrics_gone(cluster)
+    assert_metrics_gone(hosts)
 
 
 def test_prometheus_scrapes_every_ray_node_and_a_rerun_changes_nothing(cluster, tmp_path, back_to_the_lab_inventory):
@@ -128,8 +129,9 @@ def test_prometheus_scrapes_every_ray_node_and_a_rerun_changes_nothing(cluster, 
     assert ssh(head, "systemctl show -p ActiveEnterTimestampMonotonic --value prometheus").stdout == started
 
 
-def test_with_the_firewall_only_the_scraper_reaches_the_exporters(cluster, tmp_path, back_to_the_lab_inventory):
-    hosts = cluster
+# Not the `cluster` fixture: it would take the first test's Prometheus for a leftover and remove
+# it; this test's own site.yml brings the cluster to what it checks, from any state.
+def test_with_the_firewall_only_the_scraper_reaches_the_exporters(hosts, tmp_path, back_to_the_lab_inventory):
     names, addresses = list(hosts), list(hosts.values())
     head, worker = addresses[0], addresses[1]
     inventory = write_inventory(tmp_path, with_metrics(firewall=True))
