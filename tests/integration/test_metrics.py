@@ -15,7 +15,7 @@ import time
 import pytest
 from lab_helpers import ROOT, run_playbook, ssh, write_inventory
 
-# Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
+# The first test starts on the lab inventory's healthy cluster (conftest.py); the second from any state.
 pytestmark = pytest.mark.lab
 
 METRICS_PORT, NODE_EXPORTER, PROMETHEUS = 6384, 9100, "http://127.0.0.1:9090"
