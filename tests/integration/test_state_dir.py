@@ -42,9 +42,13 @@ def test_the_installed_collection_keeps_the_checkouts_token(tmp_path):
     installed = tmp_path / "installed"
     workdir = tmp_path / "elsewhere"
     workdir.mkdir()
+    # Not through the checkout's ansible.cfg (make exports ANSIBLE_CONFIG): its collections path
+    # holds the checkout's rlinf.cluster, and ansible-galaxy would skip it as already installed.
+    clean = {k: v for k, v in os.environ.items() if k not in ("ANSIBLE_CONFIG", "ANSIBLE_COLLECTIONS_PATH")}
     subprocess.run(
-        [f"{BIN}/ansible-galaxy", "collection", "install", "--no-deps", "-p", str(installed), str(artifact)],
+        [f"{BIN}/ansible-galaxy", "collection", "install", "--no-deps", "--force", "-p", str(installed), str(artifact)],
         cwd=workdir,
+        env=clean,
         capture_output=True,
         text=True,
         check=True,
