@@ -208,6 +208,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state im
     normalize_expected,
     normalize_totals,
 )
+from ansible_collections.rlinf.cluster.plugins.module_utils.ray_driver import split_address, stdout_to_stderr  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.ray_env import read_ray_env  # noqa: E402
 
 # Seconds to wait for an extra ALIVE node to vanish once every expected node is ALIVE (a
@@ -248,35 +249,6 @@ def probe_task(env_keys):
         "ray_version": ray.__version__,
         "hostname": socket.gethostname(),
     }
-
-
-@contextlib.contextmanager
-def stdout_to_stderr():
-    """Send what Ray prints (fd 1 and sys.stdout) to stderr, so the module's stdout stays pure JSON."""
-    with contextlib.suppress(OSError, ValueError):
-        sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:
-        saved = None
-    try:
-        if saved is not None:
-            os.dup2(2, 1)
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-    finally:
-        with contextlib.suppress(OSError, ValueError):
-            sys.stderr.flush()
-        if saved is not None:
-            os.dup2(saved, 1)
-            os.close(saved)
-
-
-def split_address(address):
-    host, _, port = address.strip().rpartition(":")
-    if not host or not port.isdigit():
-        return None, None
-    return host.strip("[]"), int(port)
 
 
 class RayClusterCheck:
