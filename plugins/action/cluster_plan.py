@@ -67,6 +67,7 @@ class ActionModule(ControllerAction):
         legacy = controller.get("legacy_token_file")
         adopt = bool(legacy) and os.path.isfile(legacy) and not os.path.exists(controller["token_file"])
         controller["adopt_token_from"] = legacy if adopt else ""
+        controller["token_ready"] = _token_ready(controller["token_file"])
 
     def _restarts(self, args, task_vars):
         """Which nodes this run would restart and, given the drivers read on the head, whether it may."""
@@ -117,3 +118,11 @@ class ActionModule(ControllerAction):
             json.dump(data, handle, indent=2, sort_keys=True)
             handle.write("\n")
         os.replace(tmp, path)
+
+
+def _token_ready(token_file: str) -> bool:
+    """The generated token exists in a directory only its owner reads: nothing for ray_auth to set up."""
+    try:
+        return os.path.isfile(token_file) and not os.stat(os.path.dirname(token_file) or ".").st_mode & 0o077
+    except OSError:
+        return False
