@@ -21,6 +21,24 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _one_lab_per_worker() -> None:
+    """pytest-xdist with RLINF_LAB_INVENTORIES (make test: one inventory per worker, in worker
+    order): worker gwN tests the N-th lab. Its name and subnet come from its inventory (as
+    test_scale.py reads them), not from the caller's LAB_NAME."""
+    labs = os.environ.get("RLINF_LAB_INVENTORIES", "").split()
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if labs and worker.startswith("gw"):
+        index = int(worker[2:])
+        if index >= len(labs):
+            raise RuntimeError(f"xdist worker {worker} has no lab: RLINF_LAB_INVENTORIES lists {len(labs)}")
+        os.environ["RLINF_LAB_INVENTORY"] = labs[index]
+        for inherited in ("LAB_NAME", "LAB_SUBNET"):
+            os.environ.pop(inherited, None)
+
+
+_one_lab_per_worker()
 # Another lab made with `LAB_NAME=... lab/lab.py up` is tested by pointing this at its
 # inventory directory (.lab/<name>/inventory).
 LAB_INVENTORY = Path(os.environ.get("RLINF_LAB_INVENTORY", ROOT / "inventories" / "lab")).resolve()
@@ -118,11 +136,22 @@ def ssh(address: str, command: str, stdin: str | None = None, check: bool = True
     return proc
 
 
+# Events of a task the run reached on a host: run, or skipped by its condition. A task its tags
+# leave out has none.
+REACHED_EVENTS = {"runner_on_ok", "runner_on_skipped", "runner_on_failed", "runner_on_unreachable"}
+
+
 class PlaybookRun:
     def __init__(self, runner: ansible_runner.Runner):
         self.rc = runner.rc
         self.stats = runner.stats or {}
         self.stdout = runner.stdout.read()
+        # The roles (short names) with a task the run reached, whether or not it printed one.
+        self.roles_reached = {
+            str(event["event_data"]["role"]).rsplit(".", 1)[-1]
+            for event in runner.events
+            if event.get("event") in REACHED_EVENTS and event.get("event_data", {}).get("role")
+        }
 
     def changed(self) -> dict[str, int]:
         return dict(self.stats.get("changed", {}))
