@@ -219,6 +219,8 @@ def _node_paths(reader: _Reader) -> dict:
         "unit_file": f"{UNIT_DIR}/{unit}.service",
         "record": f"{STATE_DIR}/{unit}.json",
         "manifest": f"{STATE_DIR}/{unit}.manifest.json",
+        # Written when the role created ray_node_user (listed in the manifest): purge then removes the user.
+        "user_record": f"{STATE_DIR}/{unit}.user",
         "wheelhouse": reader["python_env_node_wheelhouse_dir"],
         "temp_dir": reader["ray_temp_dir"] or "/tmp/ray",
         "firewall_rules": reader["firewall_rules_file"],
@@ -240,6 +242,7 @@ PATH_VARS = {
     "unit_file": "ray_node_unit_name",
     "record": "ray_node_unit_name",
     "manifest": "ray_node_unit_name",
+    "user_record": "ray_node_unit_name",
     "wheelhouse": "python_env_node_wheelhouse_dir",
     "firewall_rules": "firewall_rules_file",
     "firewall_unit_file": "firewall_unit_name",
@@ -255,6 +258,7 @@ FILE_PATHS = (
     "unit_file",
     "record",
     "manifest",
+    "user_record",
     "firewall_rules",
     "firewall_unit_file",
     *metrics.PATHS,
@@ -491,6 +495,8 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         if head_reader["rlinf_code_sync"] == "rsync" and node["code_dest"]:
             node["paths"]["code_dest"] = node["code_dest"]
         node["service"] = sandbox.service_of(node["unit"], node["paths"], node["code_dest"], reader)
+        # Who runs Ray on this node (ray_node_user, or root): the owner of what Ray writes.
+        node["run_as"] = node["service"]["run_as"]
         _reserved_units(node, reader, problems)
         _path_overlaps(node, problems)
         nodes[name] = node

@@ -116,6 +116,12 @@ def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping, mounts: Mappi
         "# Ray freezes its environment at start: a change to this file restarts the unit.",
         f"EnvironmentFile={systemd_word(paths['env_file'])}",
     ]
+    if service.get("user"):
+        lines += [
+            "# ray_node_user: Ray runs as a system user of its own, which owns its temp dir and home.",
+            f"User={systemd_word(service['user'])}",
+            f"Group={systemd_word(service['user'])}",
+        ]
     if service["state_dir"]:
         lines += [
             "# Ray's home (caches of Hugging Face, Triton, LIBERO...): its own, the homes are hidden.",

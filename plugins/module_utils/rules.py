@@ -136,6 +136,17 @@ _NFT_TABLE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
 # Tables iptables-nft, firewalld and container engines own.
 _FOREIGN_NFT_TABLES = frozenset({"filter", "nat", "mangle", "raw", "security", "firewalld", "docker", "podman"})
 _DEVICE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+# A portable system user name (useradd's default NAME_REGEX, 32 characters at most).
+_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+# Accounts the operating system or other services own: Ray never shares one (a user name we
+# create is ours alone, and purge removes it).
+_OS_USERS = frozenset(
+    {
+        "root", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp", "proxy",
+        "www-data", "backup", "list", "irc", "gnats", "nobody", "sshd", "messagebus", "polkitd", "_apt",
+        "systemd-network", "systemd-resolve", "systemd-timesync", "systemd-coredump", "prometheus",
+    }
+)  # fmt: skip
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LABEL = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _HOSTNAME = re.compile(
@@ -346,6 +357,23 @@ def unit_name(value):
         raise Bad(
             "is the name of a unit the operating system or a common service uses", "choose a name such as rlinf-ray"
         )
+    return result
+
+
+def system_user(value):
+    """Empty, or the name of a system user of ours (created by the role, never an OS account)."""
+    result = text()(value)
+    if not result:
+        return result
+    if result == "root":
+        raise Bad("is root", "leave it empty to run Ray as root (in the sandbox), or name a user of its own, e.g. ray")
+    if not _USER.match(result):
+        raise Bad(
+            "is not a portable user name",
+            "use 1-32 of lower-case letters, digits, '_', '-', starting with a letter or '_', e.g. ray",
+        )
+    if result in _OS_USERS or result.startswith("systemd-"):
+        raise Bad("is an account the operating system or another service uses", "name a user of its own, e.g. ray")
     return result
 
 

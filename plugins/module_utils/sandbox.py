@@ -45,22 +45,30 @@ def home_dir(unit: str) -> str:
 
 def service_of(unit: str, paths: Mapping, code_dest: str, settings: Mapping) -> dict:
     """The static part of a node's sandbox (no host contacted): ``settings`` holds the node's
-    ray_node_sandbox, ray_node_writable_paths and ray_node_realtime."""
+    ray_node_sandbox, ray_node_user, ray_node_writable_paths and ray_node_realtime."""
     sandbox = bool(settings["ray_node_sandbox"])
+    user = settings["ray_node_user"]
     temp_dir = paths["temp_dir"]
     writable = []
     if not under(temp_dir, ALWAYS_WRITABLE):
         writable.append(temp_dir)
     writable.extend(settings["ray_node_writable_paths"])
+    # A dedicated user has its home there even without the sandbox (the user's passwd entry).
+    state = sandbox or bool(user)
     return {
         "sandbox": sandbox,
-        "home": home_dir(unit) if sandbox else "",
-        "state_dir": unit if sandbox else "",
+        # ray_node_user: empty runs Ray as root; the user owns its temp dir (sessions, sockets,
+        # logs) and its home (systemd chowns the StateDirectory= to User=).
+        "user": user,
+        "run_as": user or "root",
+        "home": home_dir(unit) if state else "",
+        "state_dir": unit if state else "",
         # systemd creates the home at the first start: recorded in the manifest as ours (purge
         # removes it when empty; caches a run left there stay).
-        "record": [{"path": home_dir(unit), "kind": "dir"}] if sandbox else [],
+        "record": [{"path": home_dir(unit), "kind": "dir"}] if state else [],
         # Created by the role (the temp dir inside /tmp is Ray's own).
         "create_dirs": writable,
+        "temp_dir": temp_dir,
         "code_dest": code_dest,
         "realtime": bool(settings["ray_node_realtime"]),
     }

@@ -169,6 +169,13 @@ VARS = (
         "node",
         "a list of directories Ray may write (created when missing); " + _NODE_PATH + "; not under /etc, /usr...",
     ),
+    Var(
+        "ray_node_user",
+        "",
+        r.system_user,
+        "node",
+        "empty (root, in the sandbox), or a system user the role creates to run Ray, e.g. ray",
+    ),
     Var("ray_node_realtime", False, r.boolean, "node", _BOOL + "; true lets Ray's workers use SCHED_FIFO and mlock"),
     Var("ray_node_head_wait_timeout", 60, r.integer(1), "cluster", "seconds, >= 1"),
     Var("ray_join_batch", "100%", r.join_batch, "cluster", "a count >= 1 or a percentage"),

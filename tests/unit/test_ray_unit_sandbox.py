@@ -202,3 +202,70 @@ def test_a_checkout_that_defaults_to_rlinf_src_under_root_keeps_the_homes_but_th
     assert service["ProtectHome"] == ["tmpfs"]
     assert words(service, "BindPaths") == ["-/root/RLinf"]
     assert words(service, "ReadWritePaths") == ["/tmp", "/var/tmp"]
+
+
+# ray_node_user (issue 19): Ray as a system user of its own ------------------------------------
+
+
+def node_plan(settings=None, node="w1"):
+    hostvars = {name: {"ansible_host": f"10.0.0.{i + 1}", **(settings or {})} for i, name in enumerate(NAMES)}
+    return P.static_plan(GROUPS, hostvars)["nodes"][node]
+
+
+def test_by_default_root_runs_ray_and_the_plan_says_so():
+    node = node_plan()
+    assert node["run_as"] == "root" and node["service"]["user"] == ""
+    service = unit_of()["Service"]
+    assert "User" not in service and "Group" not in service
+
+
+def test_ray_node_user_runs_ray_as_that_user_with_its_home_in_the_sandbox():
+    node = node_plan({"ray_node_user": "ray"})
+    assert node["run_as"] == "ray" and node["service"]["user"] == "ray"
+    assert node["service"]["temp_dir"] == "/tmp/ray"
+    assert node["paths"]["user_record"] == "/etc/rlinf/state/rlinf-ray.user"
+    service = unit_of({"ray_node_user": "ray"})["Service"]
+    assert service["User"] == ["ray"] and service["Group"] == ["ray"]
+    # The sandbox stays as it is; the user only drops root.
+    assert service["StateDirectory"] == ["rlinf-ray"] and "HOME=/var/lib/rlinf-ray" in service["Environment"]
+    assert service["NoNewPrivileges"] == ["yes"] and service["CapabilityBoundingSet"] == [""]
+    assert words(service, "ReadWritePaths") == ["/tmp", "/var/tmp"]
+
+
+def test_ray_node_user_without_the_sandbox_still_gets_its_home():
+    service = unit_of({"ray_node_user": "ray", "ray_node_sandbox": False})["Service"]
+    assert service["User"] == ["ray"]
+    assert service["StateDirectory"] == ["rlinf-ray"] and "HOME=/var/lib/rlinf-ray" in service["Environment"]
+    assert "ProtectSystem" not in service
+    assert node_plan({"ray_node_user": "ray", "ray_node_sandbox": False})["service"]["record"] == [
+        {"path": "/var/lib/rlinf-ray", "kind": "dir"}
+    ]
+
+
+def test_a_temp_dir_outside_tmp_is_created_for_the_user():
+    node = node_plan({"ray_node_user": "ray", "ray_temp_dir": "/data/ray"})
+    assert node["service"]["temp_dir"] == "/data/ray" and node["service"]["create_dirs"] == ["/data/ray"]
+
+
+@pytest.mark.parametrize(
+    ("value", "phrase"),
+    [
+        ("root", "ray_node_user='root' is root; leave it empty to run Ray as root"),
+        ("Ray", "ray_node_user='Ray' is not a portable user name; use 1-32 of lower-case letters"),
+        ("1ray", "ray_node_user='1ray' is not a portable user name"),
+        ("ray user", "is not a portable user name"),
+        ("r" * 33, "is not a portable user name"),
+        ("nobody", "ray_node_user='nobody' is an account the operating system or another service uses; name a user"),
+        ("www-data", "is an account the operating system or another service uses"),
+        ("systemd-ray", "is an account the operating system or another service uses"),
+        (["ray"], "ray_node_user=['ray']"),
+    ],
+)
+def test_a_bad_ray_node_user_is_refused_naming_host_variable_and_fix(value, phrase):
+    found = problems_of({"ray_node_user": value})
+    assert any(phrase in p and p.startswith("host 'w1'") for p in found), found
+
+
+@pytest.mark.parametrize("value", ["ray", "_ray", "rlinf-ray", "ray_1", "r" * 32])
+def test_a_portable_system_user_name_is_accepted(value):
+    assert node_plan({"ray_node_user": value})["run_as"] == value
