@@ -25,6 +25,7 @@ def test_dry_run_on_a_healthy_cluster_changes_nothing(tmp_path, hosts):
     assert run.rc == 0, run.stdout[-3000:]
     assert run.changed() == {}, run.changed()
     assert "Ray would" not in run.stdout
+    assert "cannot run work" not in run.stdout, run.stdout[-3000:]
     assert node_state(hosts) == before
 
 
