@@ -119,6 +119,22 @@ def write_atomic(path, content, mode, uid=None, gid=None):
         raise
 
 
+def tree_would_remain(root, files):
+    """Whether remove_tree_files(root, files) would leave ``root`` in place (check mode): some
+    file under it is neither listed nor the bytecode cache of a module that goes."""
+    listed = {os.path.normpath(rel) for rel in files}
+    for rel in tree_files(root):
+        if rel in listed:
+            continue
+        cache_dir, name = os.path.split(rel)
+        if os.path.basename(cache_dir) == "__pycache__" and name.endswith(".pyc"):
+            source = os.path.join(os.path.dirname(cache_dir), name.split(".", 1)[0] + ".py")
+            if source in listed or not os.path.exists(os.path.join(root, source)):
+                continue
+        return True
+    return False
+
+
 def remove_tree_files(root, files):
     """Remove the listed files under ``root``, the bytecode caches of what it removed, then every
     directory left empty; returns (removed paths, whether ``root`` is gone)."""

@@ -165,6 +165,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.node_files import ( 
     remove_tree_files,
     side_file,
     tree_files,
+    tree_would_remain,
     write_atomic,
 )
 
@@ -322,28 +323,40 @@ class Files:
             self.save()
 
     def absent(self):
+        # What this call removed, or would remove in check mode: a directory holding nothing
+        # else would go too.
+        self.gone = set()
         for entry in reversed(self.entries):
             path, kind = entry["path"], entry["kind"]
             if kind == "file":
                 if os.path.lexists(path) and not os.path.isdir(path):
                     if not self.module.check_mode:
                         os.unlink(path)
-                    self.result["changed_paths"].append(path)
+                    self.removed(path)
             elif kind == "tree":
                 self.remove_tree(path)
             elif os.path.isdir(path) and not os.path.islink(path):
-                if os.listdir(path) and not self._only_manifest(path):
+                if not self._would_be_empty(path):
                     self.result["kept"].append(path)
                     continue
                 if not self.module.check_mode:
                     self._drop_manifest_files(path)
                     os.rmdir(path)
-                self.result["changed_paths"].append(path)
-        if os.path.exists(self.manifest):
+                self.removed(path)
+        # Still there when its directory stays (or in check mode, dropped with its directory).
+        if os.path.exists(self.manifest) and os.path.dirname(self.manifest) not in self.gone:
             if not self.module.check_mode:
                 self._drop_manifest_files(os.path.dirname(self.manifest))
             self.result["changed_paths"].append(self.manifest)
         self.result["changed"] = bool(self.result["changed_paths"])
+
+    def removed(self, path):
+        self.gone.add(path)
+        self.result["changed_paths"].append(path)
+
+    def _would_be_empty(self, directory):
+        left = {os.path.join(directory, name) for name in os.listdir(directory)} - self.gone
+        return not left or self._only_manifest(directory, left)
 
     def remove_tree(self, path):
         if not os.path.isdir(path):
@@ -356,18 +369,24 @@ class Files:
             self.result["kept"].append(path)
             return
         if self.module.check_mode:
-            self.result["changed_paths"].append(path)
+            if tree_would_remain(path, files):
+                self.result["changed_paths"].append(path)
+                self.result["kept"].append(path)
+            else:
+                self.removed(path)
             return
         removed, gone = remove_tree_files(path, files)
-        if removed or gone:
-            self.result["changed_paths"].append(path)
-        if not gone:
+        if gone:
+            self.removed(path)
+        else:
+            if removed:
+                self.result["changed_paths"].append(path)
             self.result["kept"].append(path)
 
-    def _only_manifest(self, directory):
-        """Whether ``directory`` holds nothing but this manifest and its side files."""
-        mine = {os.path.basename(self.manifest), os.path.basename(self.manifest) + ".d"}
-        return os.path.dirname(self.manifest) == directory and set(os.listdir(directory)) <= mine
+    def _only_manifest(self, directory, left):
+        """Whether ``left`` (what stays in ``directory``) is nothing but this manifest and its side files."""
+        mine = {self.manifest, self.manifest + ".d"}
+        return os.path.dirname(self.manifest) == directory and left <= mine
 
     def _drop_manifest_files(self, directory):
         if os.path.dirname(self.manifest) != directory:

@@ -50,9 +50,16 @@ options:
   timeout:
     description:
       - Seconds to wait for the head to accept connections and the expected nodes to be ALIVE.
-      - The probe tasks get up to the same number of seconds again.
+      - The probe tasks get up to the same number of seconds again, unless O(probe_timeout) is set.
     type: int
     default: 60
+  probe_timeout:
+    description:
+      - Seconds the probe tasks get; defaults to O(timeout). A dry run that must not wait for
+        nodes it did not start (O(timeout=1)) still gives the running nodes' tasks the time a
+        Ray worker takes to start.
+    type: int
+    version_added: 0.2.0
   poll_interval:
     description: Seconds between two reads of the node table.
     type: float
@@ -257,6 +264,8 @@ class RayClusterCheck:
         self.params = module.params
         self.address = self.params["address"]
         self.timeout = max(0, self.params["timeout"])
+        probe_timeout = self.params.get("probe_timeout")
+        self.probe_timeout = max(1, self.timeout if probe_timeout is None else probe_timeout)
         self.poll_interval = max(0.05, float(self.params["poll_interval"]))
         self.env_keys = list(self.params["env_keys"] or DEFAULT_ENV_KEYS)
         self.clock = clock
@@ -326,10 +335,10 @@ class RayClusterCheck:
             except Exception as err:
                 probes[node_id] = {"error": f"could not submit the task ({type(err).__name__}: {err})"}
         if refs:
-            ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=max(1, self.timeout))
+            ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=self.probe_timeout)
             for node_id, ref in refs.items():
                 if ref not in ready:
-                    probes[node_id] = {"error": f"the task did not finish within {max(1, self.timeout)} s"}
+                    probes[node_id] = {"error": f"the task did not finish within {self.probe_timeout} s"}
                     with contextlib.suppress(Exception):
                         ray.cancel(ref, force=True)
                     continue
@@ -434,6 +443,7 @@ def build_module():
             expected_nodes=EXPECTED_NODES,
             expected_totals=dict(type="dict", default={}),
             timeout=dict(type="int", default=60),
+            probe_timeout=dict(type="int"),
             poll_interval=dict(type="float", default=1),
             probe=dict(type="bool", default=True),
             env_keys=dict(type="list", elements="str", default=list(DEFAULT_ENV_KEYS)),

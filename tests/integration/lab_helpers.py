@@ -217,6 +217,26 @@ def wait_for_alive(
     raise AssertionError(f"expected {count} ALIVE nodes within {timeout}s, saw {sorted(nodes)}")
 
 
+# What site.yml makes on a node, as node_state reads it: the content of every file under
+# /etc/rlinf and of the unit, and the listing (path, size, mtime) of /opt/rlinf (the venv: its
+# content is too large to hash on every call), then the venv's Ray.
+NODE_FILES = (
+    "find /etc/rlinf /etc/systemd/system/rlinf-ray.service -type f | sort | xargs sha256sum;"
+    " find /opt/rlinf -printf '%p %s %T@\\n' | sort | sha256sum;"
+    " /opt/rlinf/venv/bin/python -c 'import ray; print(ray.__version__)'"
+)
+
+
+def node_state(hosts):
+    """Per host: what site.yml made there (NODE_FILES), and the node ID Ray runs, by IP."""
+    head = next(iter(hosts.values()))
+    ids = {ip: n["node_id"] for ip, n in wait_for_alive(head, len(hosts)).items()}
+    with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
+        read = pool.map(lambda address: ssh(address, NODE_FILES).stdout, hosts.values())
+        files = dict(zip(hosts, read, strict=True))
+    return ids, files
+
+
 # What a test may leave on a node that site.yml with the lab inventory removes: the opt-in firewall,
 # the drop-ins metrics runs Prometheus and the node exporter with.
 LEFTOVERS = (

@@ -3,25 +3,16 @@ after a change it shows the diff, names the nodes Ray would restart, and still c
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from lab_helpers import probe_cluster, run_playbook, ssh, wait_for_alive
+from lab_helpers import node_state, probe_cluster, run_playbook
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
-WATCHED = "/etc/rlinf/rlinf.env /etc/systemd/system/rlinf-ray.service /etc/rlinf/state/rlinf-ray.json"
 
-
-def node_state(hosts):
-    """Per host: the sha256 of the files site.yml writes, the venv's Ray, and the node ID Ray runs."""
-    head = next(iter(hosts.values()))
-    ids = {ip: n["node_id"] for ip, n in wait_for_alive(head, len(hosts)).items()}
-    files = {
-        name: ssh(
-            address, f"sha256sum {WATCHED}; /opt/rlinf/venv/bin/python -c 'import ray; print(ray.__version__)'"
-        ).stdout
-        for name, address in hosts.items()
-    }
-    return ids, files
+# What a purge removes from every lab node (among the rest of its manifest).
+PURGED = ("/etc/rlinf", "/etc/rlinf/rlinf.env", "/etc/systemd/system/rlinf-ray.service", "/opt/rlinf/venv")
 
 
 def check_run(tmp_path, **extravars):
@@ -34,6 +25,7 @@ def test_dry_run_on_a_healthy_cluster_changes_nothing(tmp_path, hosts):
     assert run.rc == 0, run.stdout[-3000:]
     assert run.changed() == {}, run.changed()
     assert "Ray would" not in run.stdout
+    assert "cannot run work" not in run.stdout, run.stdout[-3000:]
     assert node_state(hosts) == before
 
 
@@ -54,3 +46,41 @@ def test_dry_run_of_a_change_shows_it_names_the_restarts_and_changes_nothing(tmp
         assert "+RLINF_LOG_LEVEL='DEBUG'" in run.stdout  # the diff of the env file
     assert node_state(hosts) == before
     assert len(probe_cluster(next(iter(hosts.values())))) == len(hosts)
+
+
+@pytest.mark.parametrize("purge", [False, True], ids=["teardown", "purge"])
+def test_dry_run_of_teardown_names_what_it_would_stop_and_remove_and_changes_nothing(tmp_path, hosts, purge):
+    before = node_state(hosts)
+    extravars = {"teardown_purge": True} if purge else {}
+    run = run_playbook("teardown.yml", tmp_path, cmdline="--check --diff", extravars=extravars)
+    assert run.rc == 0, run.stdout[-3000:]
+    said = " ".join(run.stdout.split())
+    for name in hosts:
+        assert f"check mode: Ray would stop on {name} (unit rlinf-ray" in said, run.stdout[-3000:]
+        assert run.changed().get(name, 0) > 0
+    if purge:
+        for name in hosts:
+            would = said.partition(f"check mode: purge would remove from {name}: ")[2].partition("; nothing")[0]
+            assert set(PURGED) <= set(would.split(", ")), run.stdout[-3000:]
+        # Everything on the nodes is rlinf-ansible's: a dry purge keeps nothing back as user data.
+        assert "would keep" not in said, run.stdout[-3000:]
+    else:
+        assert "purge would remove" not in said
+    assert node_state(hosts) == before
+
+
+@pytest.mark.parametrize("playbook", ["playbooks/status.yml", "playbooks/validate.yml"])
+def test_read_only_playbooks_run_in_check_mode_and_change_nothing(tmp_path, hosts, playbook):
+    before = node_state(hosts)
+    report = tmp_path / "report.json"
+    run = run_playbook(playbook, tmp_path, cmdline="--check", extravars={"cluster_report_path": str(report)})
+    assert run.rc == 0, run.stdout[-3000:]
+    assert run.changed() == {}, run.changed()
+    said = " ".join(run.stdout.split())
+    if playbook.endswith("status.yml"):
+        # The check ran for real: every node ALIVE in the report, not skipped.
+        assert f"OK: {len(hosts)}/{len(hosts)} nodes ALIVE" in said, run.stdout[-3000:]
+        assert [n["state"] for n in json.loads(report.read_text())["nodes"]] == ["ALIVE"] * len(hosts)
+    else:
+        assert f"num_nodes: {len(hosts)}" in said, run.stdout[-3000:]
+    assert node_state(hosts) == before

@@ -1,6 +1,7 @@
-"""Scale-out and remove in the lab: a 4th host appended to ray_workers joins without
-restarting Ray on the first three (same node IDs, same ranks); remove-node.yml of the highest
-rank stops Ray on it and restarts nothing else, and the lab shrinks back to 3 hosts
+"""Scale-out and remove in the lab: a 4th host appended to ray_workers is first dry-run
+(`site.yml --check --diff` names it as the node Ray would start on, restarts nothing and leaves
+it bare), then joins without restarting Ray on the first three (same node IDs, same ranks);
+remove-node.yml of the highest rank stops Ray on it and restarts nothing else, and the lab shrinks back to 3 hosts
 (a middle worker: test_remove_node.py).
 
 Grows the lab named by LAB_NAME (default: the lab of the inventory under test, so
@@ -14,10 +15,17 @@ import subprocess
 import sys
 
 import pytest
-from lab_helpers import ROOT, lab_hosts, run_playbook, ssh, wait_for_alive
+from lab_helpers import ROOT, lab_hosts, node_state, run_playbook, ssh, wait_for_alive
 
 # Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
+
+
+# Prints what site.yml would have made on a host: nothing on a bare one.
+BARE = (
+    "for p in /opt/rlinf /etc/rlinf /etc/systemd/system/rlinf-ray.service; do test -e $p && echo $p; done;"
+    " systemctl cat rlinf-ray >/dev/null 2>&1 && echo unit rlinf-ray; true"
+)
 
 
 def lab_env(hosts: dict[str, str]) -> dict[str, str]:
@@ -50,6 +58,22 @@ def test_fourth_host_joins_untouched_then_is_removed(tmp_path):
         grown = lab_hosts()
         new_name, new_ip = list(grown.items())[-1]
         assert list(grown)[:3] == list(hosts) and new_ip not in before
+
+        # The dry run of the append: the new node is the one Ray would start on, the first
+        # three keep their Ray and files, and the new host is left as bare as lab.py made it.
+        state = node_state(hosts)
+        dry = run_playbook("site.yml", tmp_path, cmdline="--check --diff")
+        assert dry.rc == 0, dry.stdout[-4000:]
+        said = " ".join(dry.stdout.split())
+        assert f"check mode: Ray would start on {new_name} (" in said, dry.stdout[-4000:]
+        assert dry.changed().get(new_name, 0) > 0
+        # The closing check describes the running three as healthy, not as nodes to restart.
+        assert "cannot run work" not in said, dry.stdout[-4000:]
+        for name in hosts:
+            assert f"Ray would restart on {name}" not in said and f"Ray would start on {name} " not in said
+            assert dry.changed().get(name, 0) == 0, dry.changed()
+        assert node_state(hosts) == state
+        assert ssh(new_ip, BARE).stdout == ""
 
         run = run_playbook("site.yml", tmp_path)
         assert run.rc == 0, run.stdout[-4000:]

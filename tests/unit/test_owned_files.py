@@ -161,3 +161,22 @@ def test_a_tree_recorded_first_on_a_fresh_host_leaves_nothing_after_purge(tree):
     purged = run({"manifest": tree["manifest"], "state": "absent"})
     assert purged["kept"] == []
     assert not (tree["root"] / "etc").exists() and not venv.exists()
+
+
+@pytest.mark.parametrize("user_file", [None, "venv/lib/pkg/notes.txt", "etc/user.conf"])
+def test_purge_in_check_mode_reports_what_the_purge_removes_and_keeps(tree, user_file):
+    venv = tree["root"] / "venv"
+    (venv / "lib" / "pkg" / "__pycache__").mkdir(parents=True)
+    (venv / "lib" / "pkg" / "mod.py").write_text("x")
+    (venv / "lib" / "pkg" / "__pycache__" / "mod.cpython-311.pyc").write_text("c")
+    present(tree)
+    run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "tree"}]})
+    if user_file:
+        (tree["root"] / user_file).write_text("mine")
+    listing = sorted(str(p) for p in tree["root"].rglob("*"))
+    dry = run({"manifest": tree["manifest"], "state": "absent"}, check=True)
+    assert sorted(str(p) for p in tree["root"].rglob("*")) == listing
+    real = run({"manifest": tree["manifest"], "state": "absent"})
+    assert sorted(dry["changed_paths"]) == sorted(real["changed_paths"])
+    assert sorted(dry["kept"]) == sorted(real["kept"])
+    assert bool(real["kept"]) == bool(user_file)

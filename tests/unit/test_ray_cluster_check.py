@@ -72,6 +72,7 @@ class FakeRay:
         self.init_kwargs = None
         self.submitted = []
         self.cancelled = []
+        self.wait_timeouts = []
         self.shutdown_called = False
         self.remote_options = None
 
@@ -105,6 +106,7 @@ class FakeRay:
         return lambda fn: Bound()
 
     def wait(self, refs, num_returns, timeout):
+        self.wait_timeouts.append(timeout)
         ready = [r for r in refs if r.removeprefix("ref-") not in self.hang]
         return ready, [r for r in refs if r not in ready]
 
@@ -260,6 +262,14 @@ def test_hanging_and_crashing_probes_are_bounded_and_named(monkeypatch, module_e
     assert fake.cancelled == ["ref-n1"]
     assert any("host 'w1'" in p and "did not finish within 2 s" in p for p in result["problems"])
     assert any("host 'w2'" in p and "worker died" in p for p in result["problems"])
+
+
+def test_probe_tasks_get_probe_timeout_when_the_node_wait_is_short(monkeypatch, module_exits, gcs):
+    fake = FakeRay([HEALTHY], PROBES, hang={"n1"})
+    with pytest.raises(FailJson) as exc:
+        run_module(monkeypatch, fake, args(gcs, timeout=1, probe_timeout=20))
+    assert fake.wait_timeouts == [20]
+    assert any("host 'w1'" in p and "did not finish within 20 s" in p for p in exc.value.args[0]["problems"])
 
 
 def test_probe_false_skips_tasks(monkeypatch, module_exits, gcs):
