@@ -27,6 +27,8 @@ from secret_audit import controller_files_holding, node_audit, node_leaks
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 VENV_PYTHON = "/opt/rlinf/venv/bin/python"
+# The login snippet site.yml writes on every node (rlinf_env_profile_script's default).
+PROFILE = "/etc/profile.d/rlinf.sh"
 
 
 def gcs_alive_ips(head: str) -> set[str]:
@@ -109,6 +111,11 @@ def test_host_unreachable_mid_run_is_named_and_the_others_finish(tmp_path, hosts
             reached_by.setdefault(data.get("host"), []).append(data.get("task"))
         return True
 
+    # Something to write on every node after the pause, that restarts nothing: the login snippet
+    # (not a file Ray reads). On a node with nothing to write, a no-op run reaches the lost host
+    # again only through the head's view of it, which depends on how fast Ray sees it gone.
+    for address in hosts.values():
+        ssh(address, f"echo '# edited by the drill' >> {PROFILE}")
     try:
         run = run_playbook("site.yml", tmp_path, event_handler=on_event, extravars={"ray_check_timeout": 10})
         assert paused, "the run never reached the Python environment"
@@ -125,6 +132,9 @@ def test_host_unreachable_mid_run_is_named_and_the_others_finish(tmp_path, hosts
         for address in (head, other):
             assert ssh(address, "systemctl is-active rlinf-ray").stdout.strip() == "active"
         assert {head, other} <= set(probe_cluster(head))
+        # The others' snippets were written back as the plan renders them.
+        for address in (head, other):
+            assert "edited by the drill" not in ssh(address, f"cat {PROFILE}").stdout
     finally:
         subprocess.run(["podman", "unpause", container], capture_output=True)
     repaired_by_site(tmp_path, hosts)

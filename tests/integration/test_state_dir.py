@@ -9,6 +9,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 from lab_helpers import CONTROLLER_TOKEN, LAB_INVENTORY, ROOT, lab_hosts, run_playbook, wait_for_alive
@@ -62,14 +63,18 @@ def test_the_installed_collection_keeps_the_checkouts_token(tmp_path):
         "ANSIBLE_HOST_KEY_CHECKING": "False",
         "ANSIBLE_NOCOLOR": "1",
     }
-    run = subprocess.run(
-        [f"{BIN}/ansible-playbook", "rlinf.cluster.site", "-i", str(LAB_INVENTORY)],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
+    # SSH's control sockets in a short directory: under tmp_path (pytest-xdist's is deep) their
+    # path would pass the 108 bytes a Unix socket's may have.
+    with tempfile.TemporaryDirectory(prefix="rlinf-cp-", dir="/tmp") as control_dir:
+        env["ANSIBLE_SSH_CONTROL_PATH_DIR"] = control_dir
+        run = subprocess.run(
+            [f"{BIN}/ansible-playbook", "rlinf.cluster.site", "-i", str(LAB_INVENTORY)],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     # It ran the installed playbooks: their report lands next to them (reports are not state).
     assert (collection / "artifacts" / "cluster-report.json").is_file()
