@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # One lab flavour end to end, on a lab of its own: build its image (when missing), bring up
 # fresh hosts, run the scenario's lab tests against them, remove the lab (KEEP_LAB=1 keeps it).
-#   lab/scenario.sh "TEST_FILE..." LAB_NAME=NAME LAB_SUBNET=CIDR [LAB_DISTRO=...] [LAB_SSH_USER=...]
+#   lab/scenario.sh TEST_FILE LAB_NAME=NAME LAB_SUBNET=CIDR [LAB_DISTRO=...] [LAB_SSH_USER=...]
 #                   [LAB_NICS=2 LAB_DATA_SUBNET=CIDR] [LAB_NODES=N]
 # Prints how long each step took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-read -ra test_files <<<"$1"
+test_file=$1
 shift
 # The scenario's own flavour only: nothing inherited from the caller's lab.
 export LAB_DISTRO=bookworm LAB_SSH_USER=root LAB_NICS=1 LAB_NODES=2
@@ -44,4 +44,4 @@ trap finish EXIT
 .venv/bin/python lab/lab.py down >/dev/null
 step image bash lab/build-image.sh
 step lab-up .venv/bin/python lab/lab.py up
-step tests .venv/bin/pytest -m lab -q --durations=0 "${test_files[@]}"
+step tests .venv/bin/pytest -m lab -q --durations=0 "$test_file"
