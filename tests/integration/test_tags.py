@@ -14,17 +14,12 @@ def node_ids(hosts):
     return {ip: n["node_id"] for ip, n in wait_for_alive(next(iter(hosts.values())), len(hosts)).items()}
 
 
-def tasks_run(run) -> set[str]:
-    """The roles with a task the run reached (ran, or skipped by its condition; not left out by tags)."""
-    return run.roles_reached
-
-
 def test_tags_ray_on_a_healthy_cluster_is_a_no_op(tmp_path, hosts):
     before = node_ids(hosts)
     run = run_playbook("site.yml", tmp_path, tags="ray")
     assert run.rc == 0, run.stdout[-3000:]
     assert run.changed() == {}, run.changed()
-    ran = tasks_run(run)
+    ran = run.roles_reached
     assert {"validate_inventory", "preflight", "ray_node"} <= ran, ran
     assert not ran & {"python_env", "code_sync", "firewall", "easytier", "ray_check"}, ran
     assert node_ids(hosts) == before
@@ -44,6 +39,6 @@ def test_skip_tags_overlay_runs_the_rest(tmp_path, hosts):
     run = run_playbook("site.yml", tmp_path, skip_tags="overlay")
     assert run.rc == 0, run.stdout[-3000:]
     assert run.changed() == {}, run.changed()
-    ran = tasks_run(run)
+    ran = run.roles_reached
     assert "easytier" not in ran and {"python_env", "ray_node", "ray_check"} <= ran, ran
     assert {ip: n["node_id"] for ip, n in probe_cluster(next(iter(hosts.values()))).items()} == before
