@@ -136,9 +136,16 @@ def ssh(address: str, command: str, stdin: str | None = None, check: bool = True
     return proc
 
 
-# Events of a task the run reached on a host: run, or skipped by its condition. A task its tags
-# leave out has none.
-REACHED_EVENTS = {"runner_on_ok", "runner_on_skipped", "runner_on_failed", "runner_on_unreachable"}
+# Events of a task the run reached: its start (a meta task that ends a role where it has nothing
+# to do has no result on any host), or a host's result, skipped by its condition included. A task
+# its tags leave out has none.
+REACHED_EVENTS = {
+    "playbook_on_task_start",
+    "runner_on_ok",
+    "runner_on_skipped",
+    "runner_on_failed",
+    "runner_on_unreachable",
+}
 
 
 class PlaybookRun:
