@@ -53,4 +53,11 @@ options:
         description: Environment values the Ray workers on this node must read.
         type: dict
         default: {}
+      write_dirs:
+        description:
+          - Directories a training job writes on this node (C(<checkout>/logs), C(ray_node_writable_paths)); the
+            readiness check's RLinf workers write and remove a file in each (C(rlinf.cluster.ray_readiness)).
+        type: list
+        elements: str
+        default: []
 """

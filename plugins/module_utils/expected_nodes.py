@@ -12,6 +12,7 @@ EXPECTED_NODE_OPTIONS = {
     "comm_device": {"type": "str"},
     "resources": {"type": "dict", "default": {}},
     "env": {"type": "dict", "default": {}},
+    "write_dirs": {"type": "list", "elements": "str", "default": []},
 }
 
 EXPECTED_NODES = {"type": "list", "elements": "dict", "required": True, "options": EXPECTED_NODE_OPTIONS}

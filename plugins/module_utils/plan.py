@@ -1176,6 +1176,7 @@ def expected_nodes(plan: Mapping) -> list[dict]:
             entry["comm_device"] = node["comm_device"]
         env["RAY_AUTH_MODE"] = "token" if plan["cluster"]["auth"] else "disabled"
         entry["env"] = env
+        entry["write_dirs"] = list(node["service"]["job_dirs"])
         out.append(entry)
     return out
 

@@ -133,6 +133,7 @@ def normalize_expected(expected: Sequence[Mapping]) -> list[dict]:
                 "ip": ip,
                 "comm_device": str(comm_device).strip() if comm_device else "",
                 "temp_dir": str(item.get("temp_dir") or "") or None,
+                "write_dirs": [str(d) for d in item.get("write_dirs") or []],
             }
         )
     for field in ("name", "rank"):
@@ -470,6 +471,19 @@ def evaluate_rlinf(expected: Sequence[Mapping], num_nodes: int, result: Mapping)
     """
     state = result.get("state")
     want = {int(n["rank"]): n for n in expected}
+    if state == "attached_unconfirmed":
+        # RLinf attached and then hung in its workers' step: the attach itself is not the problem.
+        workers = evaluate_workers(expected, result.get("workers") or {}, result.get("log_tail"))
+        return {
+            "state": "attached",
+            "version": result.get("version"),
+            "num_nodes": num_nodes,
+            "seconds": None,
+            "ranks": [],
+            "workers": workers,
+            "problems": list(workers["problems"]),
+            "ok": not workers["problems"],
+        }
     out = {
         "state": state,
         "version": result.get("version"),
@@ -531,11 +545,94 @@ def evaluate_rlinf(expected: Sequence[Mapping], num_nodes: int, result: Mapping)
                 f"({label(exp)}) in the inventory; the nodes' {RANK_KEY} disagree with the inventory: "
                 "re-run site.yml."
             )
+    if "workers" in result:
+        out["workers"] = evaluate_workers(expected, result["workers"], result.get("log_tail"))
+        out["problems"].extend(out["workers"]["problems"])
     out["ok"] = not out["problems"]
     return out
 
 
+WORKER_STEPS = {
+    "launch": "placing RLinf's workers (1 CPU each) on every node",
+    "where": "starting RLinf's workers",
+    "write": "writing a file into the job directories",
+    "ring": "passing a message from each node to the next (RLinf's send/recv)",
+}
+
+
+def evaluate_workers(expected: Sequence[Mapping], found: Mapping, tail: str | None = None) -> dict:
+    """RLinf's workers on every node: placed with 1 CPU, wrote where the job writes, passed the ring.
+
+    ``found``: {state: ran|no_cpu|timeout|failed, cpus: {rank: n}, nodes: {rank: {worker, writes,
+    ring}}, ranks, phase, timeout, error}.
+    """
+    by_rank = {int(n["rank"]): n for n in expected}
+    state = found.get("state")
+    cpus = {int(k): v for k, v in (found.get("cpus") or {}).items()}
+    problems: list[str] = []
+    nodes = []
+
+    def who(rank: int) -> str:
+        node = by_rank.get(rank)
+        return f"host '{node['name']}' (rank {rank})" if node else f"rank {rank}"
+
+    if state == "no_cpu":
+        for rank in found.get("ranks") or []:
+            problems.append(
+                f"RLinf: {who(rank)} offers Ray {cpus.get(rank, 0):g} CPUs, and every RLinf actor asks for 1 (its "
+                "managers sit on rank 0): RLinf would wait forever to place them there. Remove ray_num_cpus: 0 "
+                "from that host (or give it >= 1) and re-run site.yml."
+            )
+    elif state == "timeout":
+        step = WORKER_STEPS.get(found.get("phase"), found.get("phase") or "running RLinf's workers")
+        problems.append(
+            f"RLinf: attached, then did not finish {step} within {found.get('timeout')} s (its last words: "
+            f"{tail or 'no output'!r}); check every node has a free CPU (a training run holds them) and "
+            "`journalctl -u rlinf-ray` on the nodes."
+        )
+    elif state == "failed":
+        problems.append(f"RLinf: its workers failed: {found.get('error') or tail or 'no output'}")
+    for rank, got in sorted(((int(k), v) for k, v in (found.get("nodes") or {}).items())):
+        row = {"rank": rank, "name": by_rank.get(rank, {}).get("name"), "cpus": cpus.get(rank), "ok": True}
+        row["writes"] = got.get("writes") or []
+        row["ring"] = got.get("ring")
+        for write in row["writes"]:
+            if not write.get("ok"):
+                row["ok"] = False
+                problems.append(
+                    f"RLinf: {who(rank)}: its RLinf worker could not {write.get('op') or 'write'} "
+                    f"{write.get('dir')!r} ({write.get('error')}), where the job writes its logs and checkpoints; "
+                    "make it writable for Ray's unit (ray_node_writable_paths, ray_node_user's ownership, the "
+                    "sandbox profile) and re-run site.yml."
+                )
+        ring = row["ring"]
+        prev = (rank - 1) % len(by_rank) if by_rank else None
+        if state == "ran" and len(by_rank) > 1 and (not ring or ring.get("from") != prev):
+            row["ok"] = False
+            sender = who(prev) if prev is not None else "the previous node"
+            problems.append(
+                f"RLinf: {who(rank)} did not receive the message {sender}'s RLinf worker sent it (got "
+                f"{ring!r}); RLinf's send/recv between these nodes fails."
+            )
+        nodes.append(row)
+    if state == "ran":
+        for rank in sorted(set(by_rank) - {n["rank"] for n in nodes}):
+            problems.append(f"RLinf: {who(rank)} ran no RLinf worker; check num_nodes and that host's Ray.")
+    return {"state": state, "seconds": found.get("seconds"), "nodes": nodes, "problems": problems}
+
+
 # --------------------------------------------------------------------------- the whole report
+
+
+def worker_summary(workers: Mapping) -> str:
+    nodes = workers.get("nodes") or []
+    good = [n for n in nodes if n.get("ok")]
+    if workers.get("state") != "ran":
+        return f"RLinf's workers did not run ({workers.get('state')})"
+    dirs = sum(len(n.get("writes") or []) for n in nodes)
+    return f"RLinf workers (1 CPU each) on {len(good)}/{len(nodes)} nodes passed the round trip" + (
+        f" and wrote {dirs} job dirs" if dirs else " (no job dir known: set rlinf_src or ray_node_writable_paths)"
+    )
 
 
 def summarize(report: Mapping) -> str:
@@ -569,10 +666,15 @@ def summarize(report: Mapping) -> str:
     state = rlinf.get("state")
     if state == "attached":
         ranks = [r["rank"] for r in rlinf.get("ranks") or []]
-        verdict = "at the inventory's addresses" if rlinf.get("ok") else "NOT at the inventory's addresses"
-        parts.append(
-            f"RLinf {rlinf.get('version') or ''} attached, ranks {rank_ranges(ranks)} {verdict}".replace("  ", " ")
-        )
+        if ranks:
+            mapped = all(r.get("ok") for r in rlinf["ranks"])
+            verdict = "at the inventory's addresses" if mapped else "NOT at the inventory's addresses"
+            parts.append(
+                f"RLinf {rlinf.get('version') or ''} attached, ranks {rank_ranges(ranks)} {verdict}".replace("  ", " ")
+            )
+        workers = rlinf.get("workers")
+        if workers:
+            parts.append(worker_summary(workers))
     elif state == "not_installed":
         parts.append("RLinf not installed in the venv (not attached)")
     elif state in ("failed", "timeout"):

@@ -122,9 +122,15 @@ def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping, mounts: Mappi
             f"User={systemd_word(service['user'])}",
             f"Group={systemd_word(service['user'])}",
         ]
+    elif service["profile"] == "training":
+        lines += [
+            "# Root's HOME, USER and SHELL, as the driver has them (RLinf copies the driver's HOME to its",
+            "# workers): caches land where root's own tools put them.",
+            "User=root",
+        ]
     if service["state_dir"]:
         lines += [
-            "# Ray's home (caches of Hugging Face, Triton, LIBERO...): its own, the homes are hidden.",
+            "# Ray's home (caches of Hugging Face, Triton, LIBERO...): its own.",
             f"Environment={systemd_word('HOME=' + service['home'])}",
             f"StateDirectory={systemd_word(service['state_dir'])}",
             "StateDirectoryMode=0750",
@@ -148,9 +154,15 @@ def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping, mounts: Mappi
         lines += [
             "# ray_node_realtime: SCHED_FIFO and mlock through the limits, without a capability.",
             "LimitRTPRIO=99",
+        ]
+    if service["realtime"] or service.get("profile") == "training":
+        lines += [
+            "# NCCL over InfiniBand/RoCE registers (locks) its buffers; libfranka locks its control loop.",
             "LimitMEMLOCK=infinity",
         ]
-    if service["sandbox"]:
+    if service["profile"] == "training":
+        lines += training_lines(service, mounts or {})
+    elif service["sandbox"]:
         lines += sandbox_lines(service, mounts or {})
     lines += ["", "[Install]", "WantedBy=multi-user.target", ""]
     return "\n".join(lines)
@@ -161,11 +173,68 @@ def _paths_line(key: str, required: Sequence[str], optional: Sequence[str] = ())
     return [f"{key}={' '.join(words)}"] if words else []
 
 
-def sandbox_lines(service: Mapping, mounts: Mapping) -> list[str]:
-    """The sandbox directives (ray_node_sandbox): what each keeps away from the code Ray runs."""
+def _hardening_lines(service: Mapping) -> list[str]:
+    """What both profiles keep: nothing here stops RLinf training."""
     lines = [
-        "# Sandbox (ray_node_sandbox): Ray runs whatever code a token holder sends. No capabilities and",
-        "# no way to gain any (setuid binaries included).",
+        "ProtectKernelTunables=yes",
+        "ProtectKernelModules=yes",
+        "ProtectKernelLogs=yes",
+        "ProtectControlGroups=yes",
+        "ProtectHostname=yes",
+        "ProtectProc=invisible",
+        "LockPersonality=yes",
+    ]
+    if not service["realtime"]:
+        lines.append("RestrictRealtime=yes")
+    return [
+        *lines,
+        "RestrictSUIDSGID=yes",
+        "RestrictNamespaces=yes",
+        "# Local, Internet and netlink sockets, and SocketCAN for RLinf's robot arms.",
+        f"RestrictAddressFamilies={' '.join(sandbox.ADDRESS_FAMILIES)}",
+        "SystemCallArchitectures=native",
+    ]
+
+
+def training_lines(service: Mapping, mounts: Mapping) -> list[str]:
+    """ray_node_sandbox_profile: training (sandbox.py): the OS protected, RLinf's jobs not hindered."""
+    capabilities = "" if service["user"] else " ".join(sandbox.TRAINING_CAPABILITIES)
+    return [
+        "# Sandbox (ray_node_sandbox_profile: training): RLinf's jobs read weights and write checkpoints",
+        "# and caches where its examples do; the operating system stays out of reach. No way to gain",
+        "# privileges (setuid binaries included); root keeps only its access to other users' files",
+        "# (weights under a home directory, a researcher's checkpoint directory).",
+        "NoNewPrivileges=yes",
+        f"CapabilityBoundingSet={capabilities}",
+        "AmbientCapabilities=",
+        "# /usr, /boot and /etc read-only, and what root runs or installs from outside the unit (the venv,",
+        "# /opt/rlinf, cron's spool); the checkout and ray_node_writable_paths writable even inside them.",
+        "ProtectSystem=full",
+        *_paths_line("ReadOnlyPaths", mounts.get("read_only", []), mounts.get("read_only_optional", [])),
+        *_paths_line("ReadWritePaths", mounts.get("read_write", []), mounts.get("read_write_optional", [])),
+        "# Home directories as root sees them: model weights, datasets and RLinf's assets live there, and",
+        "# Hugging Face, torch and Triton write their caches under $HOME.",
+        "ProtectHome=no",
+        "# Drivers reach Ray's sockets and session files under /tmp/ray: no private /tmp.",
+        "PrivateTmp=no",
+        "# Checkpoints and logs readable by the researcher who reads them.",
+        "UMask=0022",
+        *_hardening_lines(service),
+        "# A call outside the set fails with EPERM instead of killing the process. @debug: RLinf shares",
+        "# CUDA memory between co-located workers (pidfd_getfd, ptrace after PR_SET_PTRACER), Nsight",
+        "# profiles (perf_event_open).",
+        "SystemCallFilter=@system-service @debug",
+        "SystemCallErrorNumber=EPERM",
+        "# Left open on purpose: devices (GPUs, cameras, robots, RDMA), W+X memory (the JITs of numba,",
+        "# llvmlite and CUDA), /proc's system files Ray reads, the network.",
+    ]
+
+
+def sandbox_lines(service: Mapping, mounts: Mapping) -> list[str]:
+    """ray_node_sandbox_profile: strict: what each directive keeps away from the code Ray runs."""
+    lines = [
+        "# Sandbox (ray_node_sandbox_profile: strict): Ray runs whatever code a token holder sends. No",
+        "# capabilities and no way to gain any (setuid binaries included).",
         "NoNewPrivileges=yes",
         "CapabilityBoundingSet=",
         "AmbientCapabilities=",
@@ -180,22 +249,7 @@ def sandbox_lines(service: Mapping, mounts: Mapping) -> list[str]:
         "# Drivers reach Ray's sockets and session files under /tmp/ray: no private /tmp.",
         "PrivateTmp=no",
         "UMask=0027",
-        "ProtectKernelTunables=yes",
-        "ProtectKernelModules=yes",
-        "ProtectKernelLogs=yes",
-        "ProtectControlGroups=yes",
-        "ProtectHostname=yes",
-        "ProtectProc=invisible",
-        "LockPersonality=yes",
-    ]
-    if not service["realtime"]:
-        lines.append("RestrictRealtime=yes")
-    lines += [
-        "RestrictSUIDSGID=yes",
-        "RestrictNamespaces=yes",
-        "# Local, Internet and netlink sockets, and SocketCAN for RLinf's robot arms.",
-        f"RestrictAddressFamilies={' '.join(sandbox.ADDRESS_FAMILIES)}",
-        "SystemCallArchitectures=native",
+        *_hardening_lines(service),
         "# A call outside the set fails with EPERM instead of killing the process.",
         "SystemCallFilter=@system-service",
         "SystemCallErrorNumber=EPERM",

@@ -163,6 +163,13 @@ VARS = (
     # The Ray unit's sandbox (plugins/module_utils/sandbox.py)
     Var("ray_node_sandbox", True, r.boolean, "node", _BOOL + "; false drops the unit's sandbox (not advised)"),
     Var(
+        "ray_node_sandbox_profile",
+        "training",
+        r.choice("training", "strict"),
+        "node",
+        "training or strict",
+    ),
+    Var(
         "ray_node_writable_paths",
         [],
         r.list_of(r.writable_path, "directories"),
@@ -342,6 +349,7 @@ VARS = (
     Var("readiness_nccl", True, r.boolean, "cluster", _BOOL),
     Var("readiness_rlinf_attach", "auto", r.choice("auto", "always", "never"), "cluster", "auto, always or never"),
     Var("readiness_rlinf_timeout", 60, r.integer(1), "cluster", "seconds, >= 1"),
+    Var("readiness_rlinf_workers", True, r.boolean, "cluster", _BOOL),
     Var("readiness_num_nodes", 0, r.integer(0), "cluster", "0 (every node) or a count"),
     Var("remove_node_confirm", "", r.text(), "run", "'yes' skips remove-node.yml's prompt"),
     # Day-2 safety

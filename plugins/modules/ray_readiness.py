@@ -29,6 +29,12 @@ description:
     (the venv's Python, the env file's environment, C(RAY_ADDRESS)=O(address)); its rank -> node
     address map must equal O(expected_nodes)'. A failure or a hang (killed after O(rlinf_timeout)
     seconds) fails naming the ranks."
+  - "B(RLinf's workers.) With O(rlinf_workers), RLinf's driver then launches one RLinf C(Worker) on
+    every node (C(NodePlacementStrategy), 1 CPU each, as RLinf's actors ask), sends a message from
+    each node to the next with RLinf's C(send)/C(recv), and has each worker write and remove a file
+    in its node's O(expected_nodes[].write_dirs) (creating what is missing, and removing what it
+    created). A node with no CPU in Ray, a worker that cannot write, or a message that does not
+    arrive fails naming the node and the operation."
   - Bounded. The collectives take at most O(timeout) seconds, RLinf's attach at most
     O(rlinf_timeout) more.
   - Read-only; the actors and RLinf's driver end with the module.
@@ -88,9 +94,14 @@ options:
     choices: [auto, always, never]
     default: auto
   rlinf_timeout:
-    description: Seconds RLinf's Cluster may take to attach before its driver is killed.
+    description: Seconds RLinf's Cluster may take to attach and its workers to run before its driver is killed.
     type: int
     default: 60
+  rlinf_workers:
+    description: After the attach, run RLinf's workers on every node (a round trip, a file in each job directory).
+    type: bool
+    default: true
+    version_added: 0.2.0
   env_file:
     description:
       - The Ray unit's env file. Its C(RAY_*) settings (token auth) are set before this driver
@@ -228,6 +239,9 @@ rlinf:
     - "C({state, version, num_nodes, seconds, wall_s, ranks, problems, ok}); each rank
       C({rank, name, expected_ip, ip, ok})."
     - state is C(attached), C(failed), C(timeout), C(not_installed) or C(skipped).
+    - C(workers) (with O(rlinf_workers), once attached) is C({state, seconds, nodes}), state C(ran),
+      C(no_cpu), C(timeout) (with the C(phase) it was in) or C(failed); each node
+      C({rank, name, ok, cpus, writes, ring}), each write C({dir, ok, op, error}).
   returned: always
   type: dict
 problems:
@@ -303,13 +317,110 @@ TCP_RESERVE = 8
 # Bytes each node sends to each peer in the TCP check (at most).
 TCP_PAYLOAD_MAX = 16 << 20
 ATTACH_MARK = "RLINF_READINESS_RESULT "
+PHASE_MARK = "RLINF_READINESS_PHASE "
+# Bytes each RLinf worker sends to the next node's in the round trip.
+RING_PAYLOAD = 1 << 20
 
 # RLinf's own Cluster, in a driver process of its own: its singleton, atexit hook and
 # signal handlers stay out of the module, and a hang is ended by killing it.
 ATTACH_SCRIPT = r"""
 import json, os, sys, time
+result_mark, phase_mark = sys.argv[2], sys.argv[3]
 out = {"state": "failed"}
 start = time.monotonic()
+
+
+def phase(name, **info):
+    sys.stdout.write(phase_mark + json.dumps({"phase": name, **info}) + "\n")
+    sys.stdout.flush()
+
+
+def error_text(err):
+    lines = [line for line in str(err).strip().splitlines() if line.strip()]
+    return type(err).__name__ + ": " + (lines[-1] if lines else repr(err))[:400]
+
+
+def run_workers(cluster, write_dirs, payload):
+    # What a job asks: one RLinf Worker per node, 1 CPU each (Ray's default for an actor),
+    # pinned to its node; a message round the ring of nodes; a file where the job writes.
+    import ray
+    from rlinf.scheduler import NodePlacementStrategy, Worker
+
+    ranks = list(range(cluster.num_nodes))
+    alive = {n["NodeID"]: n for n in ray.nodes() if n.get("Alive")}
+    cpus = {}
+    for rank in ranks:
+        node = alive.get(cluster.get_node_info(rank).ray_id) or {}
+        cpus[str(rank)] = float((node.get("Resources") or {}).get("CPU", 0))
+    found = {"cpus": cpus, "available_cpus": {}, "nodes": {}}
+    available = ray.available_resources()
+    found["available_cpus"]["cluster"] = float(available.get("CPU", 0))
+    starved = [rank for rank in ranks if cpus[str(rank)] < 1]
+    if starved:
+        found.update(state="no_cpu", ranks=starved)
+        return found
+
+    class ReadinessWorker(Worker):
+        def __init__(self, dirs):
+            super().__init__()
+            self.dirs = dirs
+
+        def where(self):
+            return {"rank": self._rank, "node_rank": self._cluster_node_rank,
+                    "ip": ray.util.get_node_ip_address(), "pid": os.getpid()}
+
+        def write(self):
+            rows = []
+            for path in self.dirs.get(str(self._cluster_node_rank), []):
+                missing, parent = [], path
+                while parent not in ("", "/") and not os.path.lexists(parent):
+                    missing.append(parent)
+                    parent = os.path.dirname(parent)
+                target = os.path.join(path, ".rlinf-readiness-%d" % os.getpid())
+                row = {"dir": path, "ok": False, "op": "create the directory"}
+                try:
+                    os.makedirs(path, exist_ok=True)
+                    row["op"] = "write a file in it"
+                    with open(target, "w") as handle:
+                        handle.write("rlinf readiness\n")
+                    row["op"] = "remove the file"
+                    os.unlink(target)
+                    for made in missing:
+                        os.rmdir(made)
+                    row.update(ok=True, op=None)
+                except OSError as err:
+                    row["error"] = error_text(err)
+                rows.append(row)
+            return rows
+
+        def ring(self, group, size):
+            began = time.monotonic()
+            nxt, prev = (self._rank + 1) % self._world_size, (self._rank - 1) % self._world_size
+            work = self.send({"from": self._rank, "blob": b"r" * size}, dst_group_name=group, dst_rank=nxt,
+                             async_op=True)
+            got = self.recv(src_group_name=group, src_rank=prev)
+            work.wait()
+            return {"from": got.get("from"), "bytes": len(got.get("blob", b"")),
+                    "seconds": round(time.monotonic() - began, 4)}
+
+    name = "rlinf_readiness_workers"
+    phase("launch", ranks=ranks)
+    group = ReadinessWorker.create_group(write_dirs).launch(
+        cluster=cluster, name=name, placement_strategy=NodePlacementStrategy(ranks))
+    phase("where")
+    for row in group.where().wait():
+        found["nodes"].setdefault(str(row["node_rank"]), {}).update(worker=row)
+    phase("write")
+    for rank, rows in enumerate(group.write().wait()):
+        found["nodes"].setdefault(str(rank), {})["writes"] = rows
+    if len(ranks) > 1:
+        phase("ring")
+        for rank, row in enumerate(group.ring(name, payload).wait()):
+            found["nodes"].setdefault(str(rank), {})["ring"] = row
+    found["state"] = "ran"
+    return found
+
+
 try:
     try:
         from importlib.metadata import version
@@ -317,6 +428,7 @@ try:
     except Exception:
         pass
     from rlinf.scheduler import Cluster
+    phase("attach")
     cluster = Cluster(num_nodes=int(sys.argv[1]))
     nodes = []
     for rank in range(cluster.num_nodes):
@@ -324,10 +436,18 @@ try:
         nodes.append({"rank": info.node_rank, "ip": info.node_ip, "ray_id": info.ray_id,
                       "accelerators": info.num_accelerators})
     out.update(state="attached", nodes=nodes, num_nodes=cluster.num_nodes)
+    workers = json.loads(sys.argv[4])
+    if workers is not None:
+        began = time.monotonic()
+        try:
+            out["workers"] = run_workers(cluster, workers["write_dirs"], workers["payload"])
+        except BaseException as err:
+            out["workers"] = {"state": "failed", "error": error_text(err)}
+        out["workers"]["seconds"] = round(time.monotonic() - began, 3)
 except BaseException as err:
     out["error"] = type(err).__name__ + ": " + (str(err).strip() or repr(err))[:800]
 out["seconds"] = round(time.monotonic() - start, 3)
-sys.stdout.write(sys.argv[2] + json.dumps(out) + "\n")
+sys.stdout.write(result_mark + json.dumps(out) + "\n")
 sys.stdout.flush()
 try:
     import ray
@@ -859,7 +979,7 @@ class Readiness:
         env["RAY_ADDRESS"] = self.address
         return env
 
-    def attach_rlinf(self, num_nodes):
+    def attach_rlinf(self, num_nodes, expected):
         setting = self.params["rlinf_attach"]
         if setting == "never":
             return {"state": "skipped"}
@@ -872,9 +992,11 @@ class Readiness:
                 }
             return {"state": "not_installed"}
         timeout = max(1, self.params["rlinf_timeout"])
+        workers = self.workers_arg(expected)
+        argv = [sys.executable, "-c", ATTACH_SCRIPT, str(num_nodes), ATTACH_MARK, PHASE_MARK, workers]
         with tempfile.TemporaryDirectory(prefix="rlinf-readiness-") as cwd:
             proc = subprocess.Popen(
-                [sys.executable, "-c", ATTACH_SCRIPT, str(num_nodes), ATTACH_MARK],
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -893,18 +1015,34 @@ class Readiness:
         text_out = out.decode("utf-8", "replace")
         lines = [line.strip() for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
         tail = " | ".join(lines[-3:])[-600:]
+        phases = [json.loads(line[len(PHASE_MARK) :]) for line in text_out.splitlines() if line.startswith(PHASE_MARK)]
         for line in text_out.splitlines():
             if line.startswith(ATTACH_MARK):
                 found = json.loads(line[len(ATTACH_MARK) :])
                 found["log_tail"] = tail
                 return found
         if timed_out:
+            # Attached, then stuck with RLinf's workers: say in which step (placing them, writing...).
+            last = phases[-1] if phases else {}
+            if last.get("phase", "attach") != "attach":
+                return {
+                    "state": "attached_unconfirmed",
+                    "workers": {"state": "timeout", "phase": last["phase"], "timeout": timeout},
+                    "log_tail": tail,
+                }
             return {"state": "timeout", "timeout": timeout, "log_tail": tail}
         return {
             "state": "failed",
             "error": f"RLinf's driver exited with {proc.returncode} and no result",
             "log_tail": tail,
         }
+
+    def workers_arg(self, expected):
+        """What RLinf's workers do after the attach (JSON), or null when they are not asked for."""
+        if not self.params["rlinf_workers"]:
+            return "null"
+        dirs = {str(node["rank"]): node.get("write_dirs") or [] for node in expected}
+        return json.dumps({"write_dirs": dirs, "payload": RING_PAYLOAD})
 
     # ------------------------------------------------------------------ run
 
@@ -961,7 +1099,7 @@ class Readiness:
                 ray.shutdown()
 
         began = self.clock()
-        res["rlinf"] = evaluate_rlinf(expected, num_nodes, self.attach_rlinf(num_nodes))
+        res["rlinf"] = evaluate_rlinf(expected, num_nodes, self.attach_rlinf(num_nodes, expected))
         res["rlinf"]["wall_s"] = round(self.clock() - began, 2)
         res["problems"] = (
             [p for row in res["nodes"] for p in row["problems"]] + res["problems"] + res["rlinf"]["problems"]
@@ -991,6 +1129,7 @@ def build_module():
             nccl=dict(type="bool", default=True),
             rlinf_attach=dict(type="str", choices=["auto", "always", "never"], default="auto"),
             rlinf_timeout=dict(type="int", default=60),
+            rlinf_workers=dict(type="bool", default=True),
             env_file=dict(type="path"),
         ),
         supports_check_mode=True,

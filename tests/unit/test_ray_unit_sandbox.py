@@ -14,6 +14,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils import sandbox
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
 
 GROUPS = {"ray_head": ["h"], "ray_workers": ["w1"]}
+STRICT = {"ray_node_sandbox_profile": "strict"}
 NAMES = ("h", "w1")
 
 
@@ -70,8 +71,8 @@ def problems_of(settings) -> list[str]:
     return sentences(err.value.problems)
 
 
-def test_the_default_unit_is_sandboxed():
-    service = unit_of()["Service"]
+def test_the_strict_unit_is_sandboxed():
+    service = unit_of(STRICT)["Service"]
     assert "User" not in service and "ExecStartPre" not in service  # root, nothing run with full privileges
     assert service["NoNewPrivileges"] == ["yes"]
     assert service["CapabilityBoundingSet"] == [""] and service["AmbientCapabilities"] == [""]
@@ -102,6 +103,53 @@ def test_the_default_unit_is_sandboxed():
         assert key not in service, key
 
 
+def test_the_default_unit_trains_with_the_system_protected():
+    """ray_node_sandbox_profile: training (issue 24): what RLinf's jobs do works, the OS stays read-only."""
+    service = unit_of()["Service"]
+    assert service["NoNewPrivileges"] == ["yes"] and service["AmbientCapabilities"] == [""]
+    # Root reads weights in other users' homes and writes into a researcher's checkpoint dir.
+    assert words(service, "CapabilityBoundingSet") == ["CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER"]
+    assert service["ProtectSystem"] == ["full"] and service["ProtectHome"] == ["no"]
+    # What root runs or installs from outside the unit: read-only.
+    assert words(service, "ReadOnlyPaths") == ["/opt/rlinf/venv", "-/opt/rlinf", "-/var/spool"]
+    assert "ReadWritePaths" not in service and "BindPaths" not in service
+    # Caches under root's own HOME (RLinf copies the driver's HOME=/root to its workers).
+    assert service["User"] == ["root"] and "StateDirectory" not in service
+    assert not [e for e in service["Environment"] if e.startswith("HOME=")]
+    assert service["UMask"] == ["0022"] and service["PrivateTmp"] == ["no"]
+    # CUDA IPC between co-located workers (pidfd_getfd, ptrace) and Nsight (perf_event_open).
+    assert service["SystemCallFilter"] == ["@system-service @debug"]
+    assert service["LimitMEMLOCK"] == ["infinity"]  # NCCL over InfiniBand/RoCE
+    for key in ("ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs", "ProtectControlGroups"):
+        assert service[key] == ["yes"], key
+    for key in ("LockPersonality", "RestrictRealtime", "RestrictSUIDSGID", "RestrictNamespaces"):
+        assert service[key] == ["yes"], key
+
+
+def test_training_keeps_a_checkout_and_named_paths_writable_even_under_opt_rlinf():
+    service = unit_of({"rlinf_code_dest": "/opt/rlinf/RLinf", "ray_node_writable_paths": ["/data/ckpt"]})["Service"]
+    assert words(service, "ReadWritePaths") == ["/data/ckpt", "-/opt/rlinf/RLinf"]
+    assert "-/opt/rlinf" in words(service, "ReadOnlyPaths")
+
+
+def test_training_keeps_a_python_under_a_home_read_only():
+    service = unit_of(executable="/root/.pyenv/versions/3.11.7/bin/python3.11")["Service"]
+    assert words(service, "ReadOnlyPaths")[:2] == ["/opt/rlinf/venv", "/root/.pyenv/versions/3.11.7"]
+    assert service["ProtectHome"] == ["no"] and "BindReadOnlyPaths" not in service
+
+
+def test_training_with_ray_node_user_drops_every_capability_and_keeps_the_users_home():
+    service = unit_of({"ray_node_user": "ray"})["Service"]
+    assert service["User"] == ["ray"] and service["CapabilityBoundingSet"] == [""]
+    assert service["StateDirectory"] == ["rlinf-ray"] and "HOME=/var/lib/rlinf-ray" in service["Environment"]
+    assert service["ProtectSystem"] == ["full"] and service["LimitMEMLOCK"] == ["infinity"]
+
+
+def test_a_bad_profile_is_refused_naming_host_and_variable():
+    found = problems_of({"ray_node_sandbox_profile": "loose"})
+    assert any(p.startswith("host 'w1'") and "ray_node_sandbox_profile='loose'" in p for p in found), found
+
+
 def test_without_the_sandbox_the_unit_is_the_plain_one():
     service = unit_of({"ray_node_sandbox": False})["Service"]
     for key in ("NoNewPrivileges", "ProtectSystem", "ProtectHome", "CapabilityBoundingSet", "StateDirectory"):
@@ -111,9 +159,8 @@ def test_without_the_sandbox_the_unit_is_the_plain_one():
 
 
 def test_writable_paths_and_a_temp_dir_outside_tmp_become_read_write_paths():
-    service = unit_of({"ray_node_writable_paths": ["/data/ckpt", "/srv/hf"], "ray_temp_dir": "/data/ray-tmp"})[
-        "Service"
-    ]
+    settings = {**STRICT, "ray_node_writable_paths": ["/data/ckpt", "/srv/hf"], "ray_temp_dir": "/data/ray-tmp"}
+    service = unit_of(settings)["Service"]
     assert words(service, "ReadWritePaths") == ["/tmp", "/var/tmp", "/data/ray-tmp", "/data/ckpt", "/srv/hf"]
     node = P.static_plan(
         GROUPS,
@@ -126,28 +173,28 @@ def test_writable_paths_and_a_temp_dir_outside_tmp_become_read_write_paths():
 
 
 def test_the_checkout_is_writable_and_may_be_missing_on_a_node():
-    service = unit_of({"rlinf_code_dest": "/srv/RLinf"})["Service"]
+    service = unit_of({**STRICT, "rlinf_code_dest": "/srv/RLinf"})["Service"]
     assert words(service, "ReadWritePaths") == ["/tmp", "/var/tmp", "-/srv/RLinf"]
     assert service["ProtectHome"] == ["yes"]
 
 
 def test_a_checkout_under_a_home_is_bound_into_an_empty_home():
-    service = unit_of({"rlinf_code_dest": "/home/alice/RLinf"})["Service"]
+    service = unit_of({**STRICT, "rlinf_code_dest": "/home/alice/RLinf"})["Service"]
     assert service["ProtectHome"] == ["tmpfs"]
     assert words(service, "BindPaths") == ["-/home/alice/RLinf"]
     assert "-/home/alice/RLinf" not in words(service, "ReadWritePaths")
 
 
 def test_a_python_or_venv_under_a_home_stays_readable():
-    service = unit_of(executable="/root/.pyenv/versions/3.11.7/bin/python3.11")["Service"]
+    service = unit_of(STRICT, executable="/root/.pyenv/versions/3.11.7/bin/python3.11")["Service"]
     assert service["ProtectHome"] == ["tmpfs"]
     assert words(service, "BindReadOnlyPaths") == ["/root/.pyenv/versions/3.11.7"]
-    service = unit_of({"rlinf_venv_dir": "/home/alice/venv"})["Service"]
+    service = unit_of({**STRICT, "rlinf_venv_dir": "/home/alice/venv"})["Service"]
     assert words(service, "BindReadOnlyPaths") == ["/home/alice/venv"]
 
 
 def test_realtime_nodes_get_the_limits_and_no_realtime_ban():
-    service = unit_of({"ray_node_realtime": True})["Service"]
+    service = unit_of({**STRICT, "ray_node_realtime": True})["Service"]
     assert service["LimitRTPRIO"] == ["99"] and service["LimitMEMLOCK"] == ["infinity"]
     assert "RestrictRealtime" not in service
     assert service["CapabilityBoundingSet"] == [""]  # the limits need no capability
@@ -198,7 +245,7 @@ def test_the_sandbox_test_matters_only_for_a_sandboxed_unit_written_by_site():
 
 def test_a_checkout_that_defaults_to_rlinf_src_under_root_keeps_the_homes_but_that_one_hidden():
     # rlinf_code_dest empty: the checkout lands on each node at rlinf_src's path, here under /root.
-    service = unit_of({"rlinf_src": "/root/RLinf", "rlinf_code_sync": "rsync"})["Service"]
+    service = unit_of({**STRICT, "rlinf_src": "/root/RLinf", "rlinf_code_sync": "rsync"})["Service"]
     assert service["ProtectHome"] == ["tmpfs"]
     assert words(service, "BindPaths") == ["-/root/RLinf"]
     assert words(service, "ReadWritePaths") == ["/tmp", "/var/tmp"]
@@ -215,8 +262,10 @@ def node_plan(settings=None, node="w1"):
 def test_by_default_root_runs_ray_and_the_plan_says_so():
     node = node_plan()
     assert node["run_as"] == "root" and node["service"]["user"] == ""
+    # User=root only gives the unit root's HOME, as the driver has it; strict runs root with Ray's own.
     service = unit_of()["Service"]
-    assert "User" not in service and "Group" not in service
+    assert service["User"] == ["root"] and "Group" not in service
+    assert "User" not in unit_of(STRICT)["Service"]
 
 
 def test_ray_node_user_runs_ray_as_that_user_with_its_home_in_the_sandbox():
@@ -224,7 +273,7 @@ def test_ray_node_user_runs_ray_as_that_user_with_its_home_in_the_sandbox():
     assert node["run_as"] == "ray" and node["service"]["user"] == "ray"
     assert node["service"]["temp_dir"] == "/tmp/ray"
     assert node["paths"]["user_record"] == "/etc/rlinf/state/rlinf-ray.user"
-    service = unit_of({"ray_node_user": "ray"})["Service"]
+    service = unit_of({**STRICT, "ray_node_user": "ray"})["Service"]
     assert service["User"] == ["ray"] and service["Group"] == ["ray"]
     # The sandbox stays as it is; the user only drops root.
     assert service["StateDirectory"] == ["rlinf-ray"] and "HOME=/var/lib/rlinf-ray" in service["Environment"]

@@ -276,6 +276,80 @@ def test_a_hang_or_failure_names_every_rank():
     assert r.evaluate_rlinf(NODES, 3, {"state": "not_installed"})["ok"]
 
 
+# --------------------------------------------------------------------------- RLinf's workers
+
+
+def ran(nodes, **extra):
+    return {"state": "ran", "cpus": {str(n): 2.0 for n in range(3)}, "nodes": nodes, "seconds": 3.0, **extra}
+
+
+def healthy_node(rank, dirs=("/srv/RLinf/logs",)):
+    return {
+        "worker": {"rank": rank, "node_rank": rank, "ip": NODES[rank]["ip"]},
+        "writes": [{"dir": d, "ok": True, "op": None} for d in dirs],
+        "ring": {"from": (rank - 1) % 3, "bytes": 1048576, "seconds": 0.3},
+    }
+
+
+def test_workers_that_wrote_and_passed_the_ring_pass_and_say_so():
+    rlinf = r.evaluate_rlinf(
+        NODES, 3, attached([n["ip"] for n in NODES], workers=ran({str(k): healthy_node(k) for k in range(3)}))
+    )
+    assert rlinf["ok"] and rlinf["workers"]["problems"] == []
+    assert [n["name"] for n in rlinf["workers"]["nodes"]] == ["head", "w1", "w2"]
+    summary = r.summarize({"ok": True, "rlinf": rlinf, "nodes": []})
+    assert "RLinf workers (1 CPU each) on 3/3 nodes passed the round trip and wrote 3 job dirs" in summary
+
+
+def test_a_node_without_cpus_is_named_with_the_variable_to_fix():
+    found = {"state": "no_cpu", "cpus": {"0": 0.0, "1": 2.0, "2": 2.0}, "ranks": [0], "nodes": {}}
+    rlinf = r.evaluate_rlinf(NODES, 3, attached([n["ip"] for n in NODES], workers=found))
+    assert not rlinf["ok"]
+    (problem,) = rlinf["problems"]
+    assert problem.startswith("RLinf: host 'head' (rank 0) offers Ray 0 CPUs, and every RLinf actor asks for 1")
+    assert "wait forever" in problem and "ray_num_cpus: 0" in problem
+    assert "RLinf's workers did not run (no_cpu)" in r.summarize({"rlinf": rlinf, "nodes": []})
+
+
+def test_a_write_that_failed_names_the_node_the_directory_and_the_operation():
+    nodes = {str(k): healthy_node(k) for k in range(3)}
+    nodes["2"]["writes"] = [
+        {
+            "dir": "/srv/ckpt",
+            "ok": False,
+            "op": "write a file in it",
+            "error": "OSError: [Errno 30] Read-only file system",
+        }
+    ]
+    rlinf = r.evaluate_rlinf(NODES, 3, attached([n["ip"] for n in NODES], workers=ran(nodes)))
+    (problem,) = rlinf["problems"]
+    assert problem.startswith("RLinf: host 'w2' (rank 2): its RLinf worker could not write a file in it '/srv/ckpt'")
+    assert "Read-only file system" in problem and "ray_node_writable_paths" in problem
+    assert [n["ok"] for n in rlinf["workers"]["nodes"]] == [True, True, False]
+
+
+def test_a_message_that_did_not_arrive_names_both_nodes():
+    nodes = {str(k): healthy_node(k) for k in range(3)}
+    nodes["1"]["ring"] = None
+    rlinf = r.evaluate_rlinf(NODES, 3, attached([n["ip"] for n in NODES], workers=ran(nodes)))
+    (problem,) = rlinf["problems"]
+    assert problem.startswith("RLinf: host 'w1' (rank 1) did not receive the message host 'head' (rank 0)'s")
+
+
+def test_a_node_that_ran_no_worker_is_named():
+    nodes = {str(k): healthy_node(k) for k in range(2)}
+    rlinf = r.evaluate_rlinf(NODES, 3, attached([n["ip"] for n in NODES], workers=ran(nodes)))
+    assert any(p.startswith("RLinf: host 'w2' (rank 2) ran no RLinf worker") for p in rlinf["problems"]), rlinf
+
+
+def test_a_hang_after_the_attach_names_the_step_not_the_attach():
+    found = {"state": "attached_unconfirmed", "workers": {"state": "timeout", "phase": "launch", "timeout": 30}}
+    rlinf = r.evaluate_rlinf(NODES, 3, {**found, "log_tail": "Waiting for resources"})
+    assert rlinf["state"] == "attached" and not rlinf["ok"]
+    (problem,) = rlinf["problems"]
+    assert "attached, then did not finish placing RLinf's workers (1 CPU each) on every node within 30 s" in problem
+
+
 # --------------------------------------------------------------------------- report
 
 
