@@ -326,6 +326,20 @@ def _reserved_units(node: dict, reader: _Reader, problems: list[Problem]) -> Non
         )
 
 
+def _cpu_problems(node: dict, problems: list[Problem]) -> None:
+    """RLinf places every actor with 1 CPU (Ray's default) and pins its managers to rank 0."""
+    cpus = node["start_resources"].get("CPU")
+    if node["role"] == "head" and cpus is not None and cpus < 1:
+        problems.append(
+            Problem(
+                node["name"],
+                f"ray_num_cpus={render.number_text(cpus)} on the head: RLinf pins its managers to rank 0 (the head) and "
+                "every RLinf actor asks Ray for 1 CPU, so RLinf would wait forever to place them (Ray's docs suggest "
+                "0 CPUs on a head for other workloads); leave ray_num_cpus unset or set it to 1 or more.",
+            )
+        )
+
+
 def _path_overlaps(node: dict, problems: list[Problem]) -> None:
     """A directory we own must not hold or sit inside a file or directory of another of our settings."""
     paths = node["paths"]
@@ -498,6 +512,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         # Who runs Ray on this node (ray_node_user, or root): the owner of what Ray writes.
         node["run_as"] = node["service"]["run_as"]
         _reserved_units(node, reader, problems)
+        _cpu_problems(node, problems)
         _path_overlaps(node, problems)
         nodes[name] = node
 

@@ -132,6 +132,9 @@ def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping, mounts: Mappi
         lines += [
             "# Ray's home (caches of Hugging Face, Triton, LIBERO...): its own.",
             f"Environment={systemd_word('HOME=' + service['home'])}",
+            "# Caches follow XDG_CACHE_HOME (Hugging Face, torch, pip): here even when RLinf copies the driver's",
+            "# HOME to its workers, since a driver without XDG_CACHE_HOME leaves this one alone.",
+            f"Environment={systemd_word('XDG_CACHE_HOME=' + service['home'] + '/.cache')}",
             f"StateDirectory={systemd_word(service['state_dir'])}",
             "StateDirectoryMode=0750",
         ]

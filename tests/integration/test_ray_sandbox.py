@@ -1,6 +1,7 @@
-"""The Ray unit's sandbox on real hosts (issue 19): systemd reads and scores the default unit,
-Ray runs without capabilities and off the system's files, and a host whose systemd cannot set
-up the sandbox is refused before anything is installed.
+"""The Ray unit's sandbox on real hosts (issues 19, 24): systemd reads and scores the default unit
+(the training profile) and the strict one, Ray runs off the system's files with only root's access to
+other users' files, and a host whose systemd cannot set up the sandbox is refused before anything is
+installed. RLinf's workload under the default unit is tests/integration/test_rlinf_workload.py.
 
 The first three start from the cluster site.yml makes with the lab's own inventory (the
 ``cluster`` fixture checks it, and repairs it only when broken) and change nothing.
@@ -20,8 +21,11 @@ from lab_helpers import DATA, NODE_ENV, lab_key, run_playbook, ssh, write_invent
 pytestmark = pytest.mark.lab
 
 UNIT = "rlinf-ray"
-# The issue's target for the default unit (systemd-analyze's 0-10 scale; 9.6 before the sandbox).
-TARGET_EXPOSURE = 6.0
+# systemd-analyze's 0-10 scale: 9.6 without the sandbox. Reported, not a target: training decides
+# the defaults (issue 24); the bound only says the sandbox is really there.
+MAX_EXPOSURE = 6.0
+# CAP_DAC_OVERRIDE (1), CAP_DAC_READ_SEARCH (2), CAP_FOWNER (3): root reads and writes other users' files.
+TRAINING_CAPS = f"{(1 << 1) | (1 << 2) | (1 << 3):016x}"
 
 
 def main_pid(address: str) -> str:
@@ -50,46 +54,71 @@ def sandbox_probe(head: str) -> dict[str, dict]:
 
 
 @pytest.mark.usefixtures("cluster")
-def test_systemd_reads_the_default_unit_and_rates_it_at_most_6(hosts):
+def test_systemd_reads_the_default_unit_and_the_strict_one_and_rates_both(hosts):
     for name, address in hosts.items():
         verify = ssh(address, f"systemd-analyze verify /etc/systemd/system/{UNIT}.service", check=False)
         assert verify.returncode == 0 and verify.stderr.strip() == "", (name, verify.stderr)
         score = exposure(address)
-        print(f"{name}: systemd-analyze security {UNIT}: exposure {score}")
-        assert score <= TARGET_EXPOSURE, f"{name}: exposure {score} > {TARGET_EXPOSURE}"
+        print(f"{name}: systemd-analyze security {UNIT} (training): exposure {score}")
+        assert score <= MAX_EXPOSURE, f"{name}: exposure {score} > {MAX_EXPOSURE}"
+    # The strict profile, rendered as the plan would and scored offline beside it (not started).
+    name, address = next(iter(hosts.items()))
+    strict = strict_unit(address)
+    ssh(address, f"install -d /tmp/strict-unit && cat > /tmp/strict-unit/{UNIT}.service", stdin=strict)
+    out = ssh(address, f"systemd-analyze security --no-pager --offline=true /tmp/strict-unit/{UNIT}.service").stdout
+    found = re.search(r"Overall exposure level for [^:]+: ([0-9.]+)", out)
+    assert found, out[-500:]
+    print(f"{name}: systemd-analyze security {UNIT} (strict, offline): exposure {found.group(1)}")
+    assert float(found.group(1)) <= exposure(address), "the strict profile scores worse than the training one"
 
 
 @pytest.mark.usefixtures("cluster")
-def test_ray_runs_with_no_capability_no_new_privileges_and_a_syscall_filter(hosts):
+def test_ray_runs_with_only_roots_file_access_no_new_privileges_and_a_syscall_filter(hosts):
     for name, address in hosts.items():
         pid = main_pid(address)
         status = ssh(address, f"cat /proc/{pid}/status").stdout
         fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-        assert fields["CapBnd"] == "0000000000000000", (name, fields["CapBnd"])
-        assert fields["CapEff"] == "0000000000000000", (name, fields["CapEff"])
+        assert fields["CapBnd"] == TRAINING_CAPS, (name, fields["CapBnd"])
+        assert fields["CapEff"] == TRAINING_CAPS, (name, fields["CapEff"])
         assert fields["NoNewPrivs"] == "1", name
         assert fields["Seccomp"] == "2", name  # filter mode
-        assert fields["Umask"] == "0027", name
+        assert fields["Umask"] == "0022", name
         # systemd really set up the file-system sandbox (it skips it silently where it cannot).
         mine, init = mount_namespaces(address, pid)
         assert mine != init, f"{name}: Ray runs in init's mount namespace, without ProtectSystem="
 
 
 @pytest.mark.usefixtures("cluster")
-def test_code_sent_to_ray_cannot_write_the_system_but_ray_works(hosts):
+def test_code_sent_to_ray_cannot_write_the_system_but_a_job_can_work(hosts):
     head = next(iter(hosts.values()))
     found = sandbox_probe(head)
     assert sorted(found) == sorted(hosts.values())
     for ip, node in found.items():
-        assert node["uid"] == 0 and node["cap_eff"] == "0000000000000000", (ip, node)
-        assert node["no_new_privs"] == "1" and node["umask"] == "0027", (ip, node)
-        assert node["home"] == f"/var/lib/{UNIT}" and node["home_write"] == "ok", (ip, node)
-        for path in ("/opt/rlinf/venv/probe", "/etc/probe", "/var/spool/probe", "/usr/local/probe"):
+        assert node["uid"] == 0 and node["cap_eff"] == TRAINING_CAPS, (ip, node)
+        assert node["no_new_privs"] == "1" and node["umask"] == "0022", (ip, node)
+        # Root's own home, as the driver has it: caches land where root's tools put theirs.
+        assert node["home"] == "/root" and node["home_write"] == "ok", (ip, node)
+        for path in ("/opt/rlinf/venv/probe", "/opt/rlinf/probe", "/etc/probe", "/var/spool/probe", "/usr/local/probe"):
             assert node["write"][path] == "OSError:Read-only file system", (ip, path, node["write"][path])
         # Drivers reach Ray's files in the machine's /tmp: the unit writes there, and tempfile works.
         assert node["write"]["/tmp/probe"] == "ok" and node["tempfile"] == "ok", (ip, node)
-        assert node["list_root_home"] == "PermissionError:Permission denied", (ip, node)
+        # A job's checkpoint dir anywhere outside the system (here /srv) and the homes: writable.
+        assert node["write"]["/srv/probe"] == "ok", (ip, node)
+        assert node["list_root_home"] == "ok", (ip, node)
         assert node["kernel_tunable"] == "OSError:Read-only file system", (ip, node)
+
+
+def strict_unit(address: str) -> str:
+    """The Ray unit of the strict profile for this node: today's unit with its sandbox section swapped."""
+    from ansible_collections.rlinf.cluster.plugins.module_utils import render
+
+    current = ssh(address, f"cat /etc/systemd/system/{UNIT}.service").stdout
+    head, _, _ = current.partition("NoNewPrivileges=yes")
+    head = head.replace("User=root\n", "")
+    service = {"realtime": False, "user": "", "profile": "strict"}
+    mounts = {"read_write": ["/tmp", "/var/tmp"], "protect_home": "yes"}
+    lines = render.sandbox_lines(service, mounts)
+    return head + "\n".join(lines) + "\n\n[Install]\nWantedBy=multi-user.target\n"
 
 
 def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess:

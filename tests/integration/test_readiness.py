@@ -13,7 +13,7 @@ import json
 import time
 
 import pytest
-from lab_helpers import LAB_INVENTORY, run_playbook, ssh, write_inventory
+from lab_helpers import LAB_INVENTORY, TORCH_VARS, remove_torch, run_playbook, ssh, write_inventory
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.firewall import (
     DEFAULT_CLIENT_PORT,
@@ -26,13 +26,6 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.firewall import (
 pytestmark = pytest.mark.lab
 
 VENV = "/opt/rlinf/venv"
-# The minimal honest set for `from rlinf.scheduler import Cluster` (rlinf's declared
-# dependencies are ~790 MB more: triton, wandb, ruff, pytest, ...). +cpu pins the CPU build:
-# without the machine's local wheel pip would fail fast instead of fetching CUDA torch.
-TORCH_PACKAGES = ["torch==2.13.0+cpu", "numpy==2.4.6", "omegaconf==2.4.0"]
-NO_DEPS_PACKAGES = ["rlinf==0.3.0"]
-# What leaves the venvs again (the dependencies pip added for torch stay: harmless).
-REMOVED = "rlinf torch numpy omegaconf"
 # The role's default: starting the actors (torch imported) alone took up to 17 s on this loaded machine.
 TIMEOUT = 60
 RLINF_TIMEOUT = 60
@@ -58,18 +51,10 @@ def venv_imports(address: str, module: str) -> bool:
     return ssh(address, f"{VENV}/bin/python -c 'import {module}'", check=False).returncode == 0
 
 
-def remove_torch(hosts):
-    for address in hosts.values():
-        ssh(address, f"{VENV}/bin/pip uninstall -q -y {REMOVED} 2>&1 || true")
-
-
 def with_torch(groups):
     for group in ("ray_head", "ray_workers"):
         groups[group].setdefault("vars", {}).update(
-            python_env_extra_packages=TORCH_PACKAGES,
-            python_env_no_deps_packages=NO_DEPS_PACKAGES,
-            # pip byte-compiling torch is ~70% of its install (119 s with it, 33 s without, here).
-            python_env_pip_extra_args=["--no-compile"],
+            TORCH_VARS,
             rlinf_firewall_enabled=True,
             rlinf_comm_net_device="eth0",
         )

@@ -318,3 +318,24 @@ def test_a_bad_ray_node_user_is_refused_naming_host_variable_and_fix(value, phra
 @pytest.mark.parametrize("value", ["ray", "_ray", "rlinf-ray", "ray_1", "r" * 32])
 def test_a_portable_system_user_name_is_accepted(value):
     assert node_plan({"ray_node_user": value})["run_as"] == value
+
+
+# RLinf's CPUs (issue 24): every RLinf actor asks for 1 CPU, its managers sit on rank 0 ---------
+
+
+@pytest.mark.parametrize("cpus", [0, 0.5])
+def test_a_head_with_fewer_than_one_cpu_is_refused_with_the_reason(cpus):
+    hostvars = {name: {"ansible_host": f"10.0.0.{i + 1}"} for i, name in enumerate(NAMES)}
+    hostvars["h"]["ray_num_cpus"] = cpus
+    with pytest.raises(PlanError) as err:
+        P.static_plan(GROUPS, hostvars)
+    (found,) = sentences(err.value.problems)
+    assert found.startswith(f"host 'h': ray_num_cpus={cpus:g} on the head: RLinf pins its managers to rank 0")
+    assert "asks Ray for 1 CPU" in found and "wait forever" in found
+
+
+def test_a_head_with_one_cpu_and_a_worker_without_cpus_are_accepted_without_a_config():
+    hostvars = {name: {"ansible_host": f"10.0.0.{i + 1}"} for i, name in enumerate(NAMES)}
+    hostvars["h"]["ray_num_cpus"] = 1
+    hostvars["w1"]["ray_num_cpus"] = 0
+    assert P.static_plan(GROUPS, hostvars)["nodes"]["h"]["start_resources"] == {"CPU": 1}

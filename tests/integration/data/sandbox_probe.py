@@ -40,7 +40,15 @@ def inside():
         "umask": status.get("Umask"),
         "write": {
             path: attempt(lambda p=path: write(p))
-            for path in ("/opt/rlinf/venv/probe", "/etc/probe", "/var/spool/probe", "/usr/local/probe", "/tmp/probe")
+            for path in (
+                "/opt/rlinf/venv/probe",
+                "/opt/rlinf/probe",
+                "/etc/probe",
+                "/var/spool/probe",
+                "/usr/local/probe",
+                "/tmp/probe",
+                "/srv/probe",
+            )
         },
         "home_write": attempt(lambda: write(os.path.join(home, "probe"))),
         "tempfile": attempt(lambda: tempfile.NamedTemporaryFile().close()),

@@ -1,0 +1,251 @@
+"""RLinf's own workload under our defaults (issue 24): not just ALIVE, training.
+
+From the nodes' venv (a CPU torch and the RLinf release, installed through python_env_extra_packages
+as a user would), a driver on the head runs what an RLinf job does (data/rlinf_workload.py): one RLinf
+Worker per node reads weights from a home directory, passes a tensor to the next node (send/recv),
+puts an item in a Channel, saves checkpoints into the checkout's logs dir and a user's data dir, and
+writes a cache. Flavours, in the file's order, on one install: the firewall on, the default unit,
+ray_node_user. Then what must fail, and how: a read-only checkpoint dir (workload and readiness name
+the node and the operation) and a head whose Ray has no CPU (readiness names it). At the end torch
+and rlinf leave the venvs and site.yml with the lab's inventory restores the lab.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from lab_helpers import (
+    DATA,
+    NODE_ENV,
+    TORCH_VARS,
+    fake_checkout,
+    remove_torch,
+    run_playbook,
+    run_status,
+    ssh,
+    write_inventory,
+)
+
+pytestmark = pytest.mark.lab
+
+CHECKOUT = "/srv/RLinf"
+LOGS = f"{CHECKOUT}/logs"
+DATA_DIR = "/srv/rlinf-data"
+# ray_node_user's data dir: one the role creates for that user (an existing one is the operator's).
+USER_DATA_DIR = "/srv/rlinf-data-ray"
+# A weights file root put in its own home (0600), and one in a user's private home (0700): root reads
+# both outside a unit. A dedicated ray_node_user reads a user's file others may read.
+ROOT_WEIGHTS = "/root/models/w.pt"
+PRIVATE_WEIGHTS = "/home/alice/private/w.pt"
+SHARED_WEIGHTS = "/home/alice/shared/w.pt"
+OPS = (
+    "recv from the previous node",
+    "put into the channel",
+    "save a checkpoint under the checkout's logs",
+    "save a checkpoint into the user's data dir",
+    "write a cache",
+)
+WEIGHTS_SCRIPT = """
+set -e
+id alice >/dev/null 2>&1 || useradd --create-home --shell /bin/bash alice
+install -d -m 0700 /root/models
+install -d -m 0700 -o alice -g alice /home/alice/private
+install -d -m 0755 -o alice -g alice /home/alice/shared
+chmod 0755 /home/alice
+/opt/rlinf/venv/bin/python -c 'import sys, torch; [torch.save({"w": torch.arange(4.0)}, p) for p in sys.argv[1:]]' \
+  /root/models/w.pt /home/alice/private/w.pt /home/alice/shared/w.pt
+chmod 0600 /root/models/w.pt /home/alice/private/w.pt
+chown alice:alice /home/alice/private/w.pt /home/alice/shared/w.pt
+chmod 0644 /home/alice/shared/w.pt
+"""
+
+
+def workload(head: str, run: str, weights: tuple[str, ...], num_nodes: int, data_dir: str = DATA_DIR) -> dict:
+    """The driver, as a user runs it on the head (a login shell), and its per-node outcome."""
+    script = (DATA / "rlinf_workload.py").read_text()
+    argv = f"{num_nodes} {','.join(weights)} {LOGS} {data_dir} {run}"
+    proc = ssh(head, f"cd /tmp && bash -lc 'python - {argv}'", stdin=script, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert proc.returncode == 0 and lines, f"the RLinf workload did not finish on the head: {proc.stderr[-3000:]}"
+    return json.loads(lines[-1])
+
+
+def failures(result: dict, names: list[str]) -> dict[str, dict[str, str]]:
+    """host -> {operation: error} of every operation that failed."""
+    out: dict[str, dict[str, str]] = {}
+    for step in result["steps"]:
+        for op, outcome in step["ops"].items():
+            if not outcome["ok"]:
+                out.setdefault(names[step["node_rank"]], {})[op] = outcome["error"]
+    return out
+
+
+def assert_trains(result: dict, hosts: dict[str, str], weights: tuple[str, ...]) -> None:
+    names = list(hosts)
+    assert failures(result, names) == {}, failures(result, names)
+    assert sorted(s["node_rank"] for s in result["steps"]) == list(range(len(hosts)))
+    for step in result["steps"]:
+        assert set(step["ops"]) == {*OPS, *(f"read weights {w}" for w in weights)}, step
+    assert result["channel"] == list(range(len(hosts)))
+
+
+def checkpoints(hosts: dict[str, str], run: str, data_dir: str = DATA_DIR) -> dict[str, str]:
+    """host -> the checkpoints of ``run`` on it (owner and path), as the node sees them."""
+    return {
+        name: ssh(address, f"find {LOGS}/{run} {data_dir}/{run} -name '*.pt' -printf '%u %p\\n' | sort").stdout
+        for name, address in hosts.items()
+    }
+
+
+@pytest.fixture(scope="module")
+def rlinf_lab(tmp_path_factory, hosts):
+    """One site.yml: torch and rlinf from the pushed wheelhouse, the checkout synced to /srv/RLinf, a
+    user data dir; the weights files put on every node. Returns a function making the inventory."""
+    tmp = tmp_path_factory.mktemp("workload")
+    checkout = fake_checkout(tmp / "RLinf", "workload")
+
+    def inventory(**extra):
+        def mutate(groups):
+            for group in ("ray_head", "ray_workers"):
+                groups[group].setdefault("vars", {}).update(
+                    TORCH_VARS,
+                    rlinf_code_sync="rsync",
+                    rlinf_src=str(checkout),
+                    rlinf_code_dest=CHECKOUT,
+                    ray_node_writable_paths=[DATA_DIR],
+                    **extra,
+                )
+
+        return write_inventory(tmp, mutate)
+
+    started = time.monotonic()
+    run = run_playbook("site.yml", tmp, inventory=inventory(rlinf_firewall_enabled=True))
+    print(f"workload: site.yml with torch, rlinf and the firewall took {time.monotonic() - started:.0f} s")
+    assert run.rc == 0, run.stdout[-4000:]
+    for address in hosts.values():
+        ssh(address, WEIGHTS_SCRIPT)
+    try:
+        yield inventory, tmp
+    finally:
+        remove_torch(hosts)
+        leftovers = f"{CHECKOUT} {DATA_DIR} {USER_DATA_DIR} /root/models /root/.cache/rlinf-workload"
+        for address in hosts.values():
+            ssh(address, f"rm -rf {leftovers}; userdel -r alice 2>/dev/null; true")
+        restore = run_playbook("site.yml", tmp)
+        assert restore.rc == 0, restore.stdout[-3000:]
+
+
+def test_rlinf_trains_with_the_firewall_on(rlinf_lab, hosts):
+    head = next(iter(hosts.values()))
+    # Ray's ports only are open between the nodes: RLinf's send/recv and Channel go through them.
+    assert "table inet rlinf" in ssh(head, "nft list tables").stdout
+    weights = (ROOT_WEIGHTS, PRIVATE_WEIGHTS)
+    result = workload(head, "firewall", weights, len(hosts))
+    assert_trains(result, hosts, weights)
+    for name, found in checkpoints(hosts, "firewall").items():
+        assert found.count("root ") == 2, (name, found)
+
+
+def test_rlinf_trains_under_the_default_unit(rlinf_lab, hosts, tmp_path):
+    inventory, _ = rlinf_lab
+    run = run_playbook("site.yml", tmp_path, inventory=inventory())
+    assert run.rc == 0, run.stdout[-3000:]
+    head = next(iter(hosts.values()))
+    assert "table inet rlinf" not in ssh(head, "nft list tables").stdout
+    weights = (ROOT_WEIGHTS, PRIVATE_WEIGHTS)
+    result = workload(head, "default", weights, len(hosts))
+    assert_trains(result, hosts, weights)
+    # The driver's HOME (root's) reached every worker; the cache is where root's tools put theirs.
+    assert {s["home"] for s in result["steps"]} == {"/root"}
+    assert {s["cache"] for s in result["steps"]} == {"/root/.cache/rlinf-workload/default"}
+    # A researcher reads the checkpoints the job wrote as root (UMask=0022).
+    mode = ssh(head, f"stat -c %a {DATA_DIR}/default/rank_0.pt").stdout.strip()
+    assert mode == "644", mode
+
+
+def test_a_read_only_checkpoint_dir_fails_naming_node_and_operation(rlinf_lab, hosts, tmp_path):
+    inventory, _ = rlinf_lab
+    names = list(hosts)
+    worker = names[-1]
+    # Read-only for Ray on that node alone, inside its unit's mount namespace (whoever runs Ray: root's
+    # capabilities do not pass a read-only mount).
+    in_ray = "nsenter -t $(systemctl show -p MainPID --value rlinf-ray) -m"
+    read_only = f"mount --bind {LOGS} {LOGS} && mount -o remount,bind,ro {LOGS}"
+    ssh(hosts[worker], f"mkdir -p {LOGS} && {in_ray} sh -c '{read_only}'")
+    try:
+        result = workload(hosts[names[0]], "readonly", (ROOT_WEIGHTS,), len(hosts))
+        status, report = run_status(tmp_path, inventory=inventory(), rlinf_readiness=True)
+    finally:
+        ssh(hosts[worker], f"{in_ray} umount {LOGS}")
+    failed = failures(result, names)
+    assert list(failed) == [worker], failed
+    assert list(failed[worker]) == ["save a checkpoint under the checkout's logs"], failed
+    assert "Read-only file system" in failed[worker]["save a checkpoint under the checkout's logs"]
+    assert status.rc != 0, status.stdout[-3000:]
+    problems = report["readiness"]["problems"]
+    rank = names.index(worker)
+    expected = f"RLinf: host '{worker}' (rank {rank}): its RLinf worker could not create the directory '{LOGS}'"
+    alt = f"RLinf: host '{worker}' (rank {rank}): its RLinf worker could not write a file in it '{LOGS}'"
+    assert [p for p in problems if p.startswith((expected, alt))], problems
+    assert all(worker in p for p in problems), problems
+    assert "Read-only file system" in " ".join(problems)
+
+
+def test_readiness_fails_on_a_head_whose_ray_has_no_cpu(rlinf_lab, hosts, tmp_path):
+    """The plan refuses ray_num_cpus: 0 on a head; a head started so anyway (by hand) is named."""
+    inventory, _ = rlinf_lab
+    names = list(hosts)
+    head = hosts[names[0]]
+    unit = "/etc/systemd/system/rlinf-ray.service"
+    ssh(head, f"sed -i 's| --head | --head --num-cpus=0 |' {unit} && grep -q -- '--num-cpus=0' {unit}")
+    ssh(head, "systemctl daemon-reload && systemctl restart rlinf-ray")
+    for address in list(hosts.values())[1:]:
+        ssh(address, "systemctl restart rlinf-ray")
+    deadline = time.monotonic() + 90
+    while True:
+        probe = ssh(head, f'{NODE_ENV} /opt/rlinf/venv/bin/python -c "{ALIVE_CPUS}" {head}:6379', check=False)
+        if probe.returncode == 0 and probe.stdout.split()[-1:] == [f"{len(hosts)}:0"]:
+            break
+        assert time.monotonic() < deadline, probe.stdout + probe.stderr
+        time.sleep(3)
+    status, report = run_status(tmp_path, inventory=inventory(), rlinf_readiness=True)
+    assert status.rc != 0, status.stdout[-3000:]
+    workers = report["readiness"]["rlinf"]["workers"]
+    assert workers["state"] == "no_cpu", workers
+    (problem,) = workers["problems"]
+    assert problem.startswith(f"RLinf: host '{names[0]}' (rank 0) offers Ray 0 CPUs, and every RLinf actor asks for 1")
+    # site.yml puts the head's unit back as the plan renders it.
+    run = run_playbook("site.yml", tmp_path, inventory=inventory())
+    assert run.rc == 0, run.stdout[-3000:]
+
+
+# Alive nodes, and the head's CPUs: "<alive>:<cpus of the node at the address>".
+ALIVE_CPUS = (
+    "import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR'); "
+    "alive = [n for n in ray.nodes() if n['Alive']]; "
+    "head = [n for n in alive if n['NodeManagerAddress'] == sys.argv[1].split(':')[0]]; "
+    "print(f\\\"{len(alive)}:{int(head[0]['Resources'].get('CPU', 0)) if head else -1}\\\")"
+)
+
+
+def test_rlinf_trains_as_ray_node_user(rlinf_lab, hosts, tmp_path):
+    inventory, _ = rlinf_lab
+    as_user = inventory(ray_node_user="ray", ray_node_writable_paths=[USER_DATA_DIR])
+    run = run_playbook("site.yml", tmp_path, inventory=as_user)
+    assert run.rc == 0, run.stdout[-3000:]
+    head = next(iter(hosts.values()))
+    weights = (SHARED_WEIGHTS,)
+    result = workload(head, "user", weights, len(hosts), USER_DATA_DIR)
+    assert_trains(result, hosts, weights)
+    # Its caches go to Ray's own home (XDG_CACHE_HOME), even with the driver's HOME=/root copied over.
+    assert {s["cache"] for s in result["steps"]} == {"/var/lib/rlinf-ray/.cache/rlinf-workload/user"}
+    for name, found in checkpoints(hosts, "user", USER_DATA_DIR).items():
+        assert found.count("ray ") == 2, (name, found)
+    status, report = run_status(tmp_path, inventory=as_user, rlinf_readiness=True)
+    assert status.rc == 0 and report["readiness"]["ok"], report["readiness"]["problems"]
+    workers = report["readiness"]["rlinf"]["workers"]
+    assert workers["state"] == "ran" and [len(n["writes"]) for n in workers["nodes"]] == [2] * len(hosts)
+    back = run_playbook("site.yml", tmp_path, inventory=inventory())
+    assert back.rc == 0, back.stdout[-3000:]
