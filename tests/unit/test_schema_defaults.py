@@ -58,20 +58,22 @@ def test_every_role_default_a_user_sets_is_in_the_schema():
     assert not unknown, f"role defaults the schema does not check: {unknown}"
 
 
-def readme_rows() -> list[list[str]]:
-    text = (ROOT / "README.md").read_text()
+def variables_table_rows() -> list[list[str]]:
+    text = (ROOT / "docs" / "variables.md").read_text()
     start = text.index("| variable | default | rule")
     table = text[start : text.index("\n\n", start)].splitlines()[2:]
     return [[cell.strip() for cell in row.strip().strip("|").split(" | ")] for row in table]
 
 
-def test_the_readme_states_each_variables_rule_as_the_schema_checks_it():
+def test_the_variables_page_states_each_variables_rule_as_the_schema_checks_it():
     wrong = []
-    for cells in readme_rows():
+    for cells in variables_table_rows():
         names = [n for n in cells[0].replace("`", " ").replace("/", " ").split() if n in BY_NAME]
         for name in names:
             if BY_NAME[name].rule_text not in cells[2]:
-                wrong.append(f"{name}: README says {cells[2]!r}, the schema checks {BY_NAME[name].rule_text!r}")
+                wrong.append(
+                    f"{name}: docs/variables.md says {cells[2]!r}, the schema checks {BY_NAME[name].rule_text!r}"
+                )
     assert not wrong, wrong
-    listed = {n for cells in readme_rows() for n in cells[0].replace("`", " ").replace("/", " ").split()}
+    listed = {n for cells in variables_table_rows() for n in cells[0].replace("`", " ").replace("/", " ").split()}
     assert {"rlinf_venv_dir", "ray_node_unit_name", "rlinf_env_vars", "python_env_extra_packages"} <= listed
