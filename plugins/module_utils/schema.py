@@ -69,6 +69,7 @@ _NODE_PATH = "absolute, normalised, no space/quote/$/%/:; never a system directo
 _PORT = "a port, 1..65535"
 _PINNED = "a port Ray pins, 1024..65535; distinct on one machine"
 _BOOL = "true or false"
+_PIP_ARGS = "a list of pip options as pip reads them; none that changes where pip looks or writes, no package"
 
 VARS = (
     # Python environment
@@ -98,9 +99,9 @@ VARS = (
     Var(
         "python_env_pip_extra_args",
         [],
-        r.list_of(r.pip_option, "pip options"),
+        r.pip_arguments(r.PIP_INSTALL),
         "cluster",
-        "a list of pip options (--flag[=value]); none that changes where pip looks",
+        _PIP_ARGS,
     ),
     Var("python_env_ray_extras", ["default"], r.list_of(r.extra_name, "extras"), "cluster", "a list of extra names"),
     Var("python_env_index_url", "", r.url, "cluster", "empty, or an http(s) index URL the nodes reach"),
@@ -276,7 +277,7 @@ VARS = (
         "a list of rsync patterns, one per item",
     ),
     Var("code_sync_rsync_delete", True, r.boolean, "cluster", _BOOL),
-    Var("code_sync_pip_wheel_args", [], r.list_of(r.text(empty=False), "pip wheel arguments"), "cluster", "a list"),
+    Var("code_sync_pip_wheel_args", [], r.pip_arguments(r.PIP_WHEEL), "cluster", _PIP_ARGS),
     Var("code_sync_node_wheel_dir", "/opt/rlinf/code-sync", r.node_path, "node", _NODE_PATH),
     Var("code_sync_node_record_dir", "/opt/rlinf/code-sync-checkouts", r.node_path, "node", _NODE_PATH),
     Var(
@@ -406,7 +407,7 @@ EASYTIER_VARS = (
     Var("easytier_wait_timeout", 90, r.integer(1), "member", "seconds, >= 1"),
     Var("easytier_pypi_package", "easytier-pyo3", r.text(_NAME64, empty=False), "member", "a package name"),
     Var("easytier_pypi_version", "0.1.3", r.text(_VERSION, empty=False, hint="write e.g. 0.1.3"), "member", "X.Y.Z"),
-    Var("easytier_pip_download_args", [], r.list_of(r.text(empty=False), "pip arguments"), "member", "a list"),
+    Var("easytier_pip_download_args", [], r.pip_arguments(r.PIP_DOWNLOAD), "member", _PIP_ARGS),
     Var("easytier_release_version", "2.6.4", r.text(_VERSION, empty=False, hint="write e.g. 2.6.4"), "member", "X.Y.Z"),
     Var(
         "easytier_release_base_url",
