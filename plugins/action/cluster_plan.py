@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 
+from ansible.utils.vars import load_extra_vars
+
 from ansible_collections.rlinf.cluster.plugins.module_utils import plan
 from ansible_collections.rlinf.cluster.plugins.module_utils.action_specs import CLUSTER_PLAN
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, report, sentences
@@ -24,7 +26,11 @@ class ActionModule(ControllerAction):
         result = {}
         try:
             if args["stage"] == "static":
-                context = {"playbook_dir": task_vars.get("playbook_dir"), "purpose": args["purpose"]}
+                context = {
+                    "playbook_dir": task_vars.get("playbook_dir"),
+                    "purpose": args["purpose"],
+                    "extra_vars": self._extra_var_names(),
+                }
                 built = plan.static_plan(task_vars.get("groups") or {}, task_vars.get("hostvars") or {}, context)
                 self._adopt_legacy_token(built)
             else:
@@ -58,6 +64,13 @@ class ActionModule(ControllerAction):
             self._write(path, plan.summary(built))
             result["written"] = path
         return result
+
+    def _extra_var_names(self) -> list[str]:
+        """The names given with -e (hostvars mixes them into every host's variables)."""
+        try:
+            return sorted(str(name) for name in load_extra_vars(self._loader))
+        except Exception:  # the extra vars were already parsed by ansible-playbook; never fail here
+            return []
 
     @staticmethod
     def _adopt_legacy_token(built):

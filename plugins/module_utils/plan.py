@@ -32,6 +32,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils import (
     render,
     sandbox,
     schema,
+    unknown_vars,
     wheelhouse,
 )
 from ansible_collections.rlinf.cluster.plugins.module_utils.overlay import OverlayError, overlay_members
@@ -357,6 +358,29 @@ def _path_overlaps(node: dict, problems: list[Problem]) -> None:
                 )
 
 
+def _names(reader: _Reader) -> list:
+    try:
+        return list(reader.raw)
+    except Exception:  # an unusual hostvars object: nothing to scan
+        return []
+
+
+def _unknown_vars(groups: Mapping, order: Sequence[str], readers, hostvars, context: Mapping, problems) -> None:
+    """Typo'd variables (our prefix, in no table) of every host we read, and of the extra vars."""
+    scanned = dict(readers)
+    for name in groups.get(BOOTSTRAP_GROUP) or []:
+        if name not in scanned:
+            scanned[name] = _Reader(name, hostvars, problems)
+    problems.extend(
+        unknown_vars.problems(
+            {name: _names(reader) for name, reader in scanned.items()},
+            {name: reader["rlinf_user_vars"] for name, reader in scanned.items()},
+            context.get("extra_vars") or (),
+            readers[order[0]]["rlinf_user_vars"],
+        )
+    )
+
+
 class _OncePerHost(Mapping):
     """``hostvars`` with each host's variables gathered once: Ansible's HostVars computes a
     host's whole variable set on every ``hostvars[name]``."""
@@ -404,6 +428,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
             if var.scope != "run" or name == order[0]:
                 readers[name].get(var)
     _cluster_scope(order, readers, schema.VARS, problems)
+    _unknown_vars(groups, order, readers, hostvars, context, problems)
 
     overlay_on = head_reader["easytier_enabled"]
     members: dict[str, dict] = {}

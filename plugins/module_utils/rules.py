@@ -14,9 +14,12 @@ import contextlib
 import ipaddress
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
+
+from ansible_collections.rlinf.cluster.plugins.module_utils import pip_options
 
 
 class Bad(ValueError):
@@ -673,31 +676,90 @@ def ray_argument(managed: Mapping[str, str]) -> Rule:
     return rule
 
 
-_PIP_ELSEWHERE = (
-    "--index-url",
-    "--extra-index-url",
-    "--find-links",
-    "--trusted-host",
-    "--no-index",
-    "--target",
-    "--prefix",
-    "--root",
-    "--user",
-    "--src",
-    "--requirement",
-    "--constraint",
-    "--editable",
+class PipUse(NamedTuple):
+    """One pip command a role runs with a user's argument list: what to write instead of an
+    index option or a package."""
+
+    command: str
+    mirror: str
+    packages: str
+
+
+PIP_INSTALL = PipUse(
+    "install",
+    "set python_env_index_url for a mirror",
+    "list packages in python_env_extra_packages (name==version)",
 )
+PIP_DOWNLOAD = PipUse(
+    "download",
+    "configure a mirror in the controller's pip configuration (pip.conf or PIP_INDEX_URL), which this download "
+    "uses like the wheelhouse's",
+    "the role downloads easytier_pypi_package==easytier_pypi_version; set those instead",
+)
+PIP_WHEEL = PipUse(
+    "wheel",
+    "configure a mirror in the controller's pip configuration (pip.conf or PIP_INDEX_URL)",
+    "the role builds exactly the checkout in rlinf_src; remove the item",
+)
+# pip's options (its first long spelling) a user's list may not hold, and why: another index
+# (a package source we do not check), another place to install or write as root, another set
+# of packages, or a run that installs nothing and succeeds.
+_PIP_LOOKS = ("--index-url", "--extra-index-url", "--find-links", "--no-index", "--trusted-host")
+_PIP_WRITES = ("--target", "--prefix", "--root", "--user", "--src", "--python", "--report", "--log", "--dest")
+_PIP_WRITES_WHEEL = ("--wheel-dir",)
+_PIP_WHAT = ("--requirement", "--constraint", "--editable")
+_PIP_NOTHING = ("--help", "--version", "--dry-run")
+# Set by the EasyTier role from each node's platform (wheelhouse.pip_download_args).
+_PIP_PLATFORM = ("--platform", "--python-version", "--implementation", "--abi", "--only-binary", "--no-binary")
 
 
-def pip_option(value):
-    """One `pip install` option; never one that changes where pip looks or installs."""
-    result = text(empty=False)(value)
-    if not re.match(r"^--[a-z][a-z0-9-]*(=\S+)?$", result):
-        raise Bad("is not one pip option (--flag or --flag=value)", "write one option per list item, e.g. --no-compile")
-    if result.split("=", 1)[0] in _PIP_ELSEWHERE:
-        raise Bad("changes where pip looks for or puts packages", "set python_env_index_url for a mirror")
-    return result
+def _pip_refusal(use: PipUse, option: str) -> tuple[str, str] | None:
+    if option in _PIP_LOOKS:
+        return "changes where pip looks for packages", use.mirror
+    if option in _PIP_WRITES + _PIP_WRITES_WHEEL:
+        return "changes where pip installs or writes files", "remove it; rlinf-ansible chooses where pip writes"
+    if option in _PIP_WHAT:
+        return "changes which packages pip takes", use.packages
+    if option in _PIP_NOTHING:
+        return "makes pip do nothing and succeed", "remove it"
+    if use.command == "download" and option in _PIP_PLATFORM:
+        return "is set by rlinf-ansible from each node's platform", "remove it"
+    return None
+
+
+def pip_arguments(use: PipUse) -> Rule:
+    """A list of arguments for ``pip <use.command>``, judged as pip reads it (pip_options.py):
+    unique prefixes of long options, clustered short options, ``--opt value`` in two items.
+    Returns the list with abbreviated options written in full, so every pip reads the same."""
+    items_rule = list_of(text(empty=False), "pip arguments")
+
+    def rule(value):
+        items = items_rule(value)
+        try:
+            parsed = pip_options.read(use.command, items)
+        except pip_options.Unreadable as err:
+            raise Bad(
+                f"item {err.item} ({describe(err.written)}) {err.what}",
+                f"write each option in full, as `pip {use.command} --help` lists it",
+            ) from None
+        for arg in parsed:
+            where = f"item {arg.item} ({describe(items[arg.item - 1])})"
+            if arg.option is None:
+                raise Bad(f"{where} is a package or path for pip to {use.command}", use.packages)
+            refusal = _pip_refusal(use, arg.option)
+            if refusal is None:
+                continue
+            read_as = "" if arg.written == arg.option else f"is {arg.option} to pip, which "
+            raise Bad(f"{where} {read_as}{refusal[0]}", refusal[1])
+        result = list(items)
+        for arg in parsed:
+            if arg.option and arg.written.startswith("--") and arg.written != arg.option:
+                item = result[arg.item - 1]
+                if pip_options.long_option(use.command, arg.written)[1] != [arg.written]:
+                    result[arg.item - 1] = arg.option + item[len(arg.written) :]
+        return result
+
+    return rule
 
 
 def join_batch(value):

@@ -69,6 +69,7 @@ _NODE_PATH = "absolute, normalised, no space/quote/$/%/:; never a system directo
 _PORT = "a port, 1..65535"
 _PINNED = "a port Ray pins, 1024..65535; distinct on one machine"
 _BOOL = "true or false"
+_PIP_ARGS = "a list of pip options as pip reads them; none that changes where pip looks or writes, no package"
 
 VARS = (
     # Python environment
@@ -98,9 +99,9 @@ VARS = (
     Var(
         "python_env_pip_extra_args",
         [],
-        r.list_of(r.pip_option, "pip options"),
+        r.pip_arguments(r.PIP_INSTALL),
         "cluster",
-        "a list of pip options (--flag[=value]); none that changes where pip looks",
+        _PIP_ARGS,
     ),
     Var("python_env_ray_extras", ["default"], r.list_of(r.extra_name, "extras"), "cluster", "a list of extra names"),
     Var("python_env_index_url", "", r.url, "cluster", "empty, or an http(s) index URL the nodes reach"),
@@ -283,7 +284,7 @@ VARS = (
         "a list of rsync patterns, one per item",
     ),
     Var("code_sync_rsync_delete", True, r.boolean, "cluster", _BOOL),
-    Var("code_sync_pip_wheel_args", [], r.list_of(r.text(empty=False), "pip wheel arguments"), "cluster", "a list"),
+    Var("code_sync_pip_wheel_args", [], r.pip_arguments(r.PIP_WHEEL), "cluster", _PIP_ARGS),
     Var("code_sync_node_wheel_dir", "/opt/rlinf/code-sync", r.node_path, "node", _NODE_PATH),
     Var("code_sync_node_record_dir", "/opt/rlinf/code-sync-checkouts", r.node_path, "node", _NODE_PATH),
     Var(
@@ -316,6 +317,13 @@ VARS = (
     Var("rlinf_config", "", r.optional_controller_path, "run", "empty, or a path to an RLinf YAML on the controller"),
     Var("rlinf_cluster", {}, r.any_mapping, "run", "a mapping (the block under cluster:)"),
     Var("validate_inventory_show", True, r.boolean, "run", _BOOL),
+    Var(
+        "rlinf_user_vars",
+        [],
+        r.list_of(r.text(re.compile(r"^[A-Za-z0-9_*?]{1,128}$"), empty=False, hint="write a name or a name*"), "names"),
+        "node",
+        "a list of variable names (or name* patterns) of yours that start with one of our prefixes",
+    ),
     Var("cluster_plan_path", None, r.optional_controller_path, "run", "a path on the controller"),
     Var("cluster_report_path", "", r.optional_controller_path, "cluster", "a path on the controller"),
     # Controller directories (the plan computes the defaults: the state next to the inventory,
@@ -414,7 +422,7 @@ EASYTIER_VARS = (
     Var("easytier_wait_timeout", 90, r.integer(1), "member", "seconds, >= 1"),
     Var("easytier_pypi_package", "easytier-pyo3", r.text(_NAME64, empty=False), "member", "a package name"),
     Var("easytier_pypi_version", "0.1.3", r.text(_VERSION, empty=False, hint="write e.g. 0.1.3"), "member", "X.Y.Z"),
-    Var("easytier_pip_download_args", [], r.list_of(r.text(empty=False), "pip arguments"), "member", "a list"),
+    Var("easytier_pip_download_args", [], r.pip_arguments(r.PIP_DOWNLOAD), "member", _PIP_ARGS),
     Var("easytier_release_version", "2.6.4", r.text(_VERSION, empty=False, hint="write e.g. 2.6.4"), "member", "X.Y.Z"),
     Var(
         "easytier_release_base_url",
@@ -443,3 +451,139 @@ TOPOLOGY_VARS = (
 
 BY_NAME = {var.name: var for var in VARS + EASYTIER_VARS}
 SECRETS = frozenset({"ray_auth_token", "easytier_network_secret"})
+
+# The prefixes of our variables. An inventory or extra variable that starts with one of them and
+# is neither in this file nor set by our roles and playbooks is a typo (``rlinf_firewal_enabled``
+# would leave the firewall off): the plan refuses it with the nearest known name
+# (plugins/module_utils/unknown_vars.py), unless the host lists it in ``rlinf_user_vars``.
+PREFIXES = (
+    "rlinf_",
+    "ray_",
+    "easytier_",
+    "python_env_",
+    "code_sync_",
+    "firewall_",
+    "metrics_",
+    "readiness_",
+    "teardown_",
+    "validate_inventory_",
+    "cluster_",
+    "launch_",
+    "remove_node_",
+    "preflight_",
+    "restart_guard_",
+)
+
+# Names with our prefixes that the roles and playbooks set themselves (role defaults and
+# vars/main.yml that are not settings, set_fact, register, vars:): set_fact and register results
+# are in hostvars when a later play computes the plan again. tests/unit/test_unknown_vars.py
+# reads roles/ and playbooks/ and keeps this equal to what they set.
+RUNTIME_VARS = frozenset(
+    {
+        "code_sync_build_dir",
+        "code_sync_built",
+        "code_sync_copied",
+        "code_sync_dest",
+        "code_sync_dest_before",
+        "code_sync_digest",
+        "code_sync_digest_value",
+        "code_sync_head_tree",
+        "code_sync_install",
+        "code_sync_install_needed",
+        "code_sync_installed",
+        "code_sync_launch_dir",
+        "code_sync_launch_dir_stat",
+        "code_sync_launch_log",
+        "code_sync_launch_outcome",
+        "code_sync_launch_running",
+        "code_sync_launch_script",
+        "code_sync_launch_state_dir",
+        "code_sync_launch_unit",
+        "code_sync_list_paths",
+        "code_sync_pushed",
+        "code_sync_record",
+        "code_sync_record_contents",
+        "code_sync_records",
+        "code_sync_rmdir",
+        "code_sync_src",
+        "code_sync_stage",
+        "code_sync_tree_result",
+        "code_sync_wheels",
+        "easytier_members",
+        "easytier_node_ip",
+        "firewall_active",
+        "firewall_nft",
+        "firewall_rules",
+        "firewall_rules_written",
+        "firewall_running",
+        "firewall_state",
+        "firewall_table_listed",
+        "firewall_unit",
+        "firewall_unit_file",
+        "metrics_bins",
+        "metrics_changed",
+        "metrics_dashboards",
+        "metrics_dropins",
+        "metrics_missing",
+        "metrics_purge_units",
+        "metrics_written",
+        "preflight_node",
+        "preflight_purpose",
+        "python_env_download",
+        "python_env_download_no_deps",
+        "python_env_failed",
+        "python_env_pip",
+        "ray_auth_cluster_token",
+        "ray_check_expected_nodes",
+        "ray_check_gpus",
+        "ray_check_head_ip",
+        "ray_check_manifest",
+        "ray_check_port",
+        "ray_check_report",
+        "ray_check_report_path",
+        "ray_check_result",
+        "ray_check_runs",
+        "ray_node_created_user",
+        "ray_node_dirs_before",
+        "ray_node_dirs_created",
+        "ray_node_files",
+        "ray_node_files_check",
+        "ray_node_gcs",
+        "ray_node_head",
+        "ray_node_manual_stop",
+        "ray_node_not_owned",
+        "ray_node_owner",
+        "ray_node_purged",
+        "ray_node_restart",
+        "ray_node_start_needed",
+        "ray_node_started",
+        "ray_node_stop",
+        "ray_node_stray",
+        "ray_node_token_mode",
+        "ray_node_user_existed",
+        "ray_node_user_ready",
+        "ray_node_user_record",
+        "ray_node_was_active",
+        "readiness_base",
+        "readiness_keys",
+        "readiness_report",
+        "readiness_result",
+        "remove_node_answer",
+        "restart_guard_drivers",
+        "restart_guard_every",
+        "restart_guard_planned",
+        "restart_guard_verdict",
+        "rlinf_node",
+        "rlinf_plan",
+        "rlinf_probe",
+        "rlinf_resolved",
+        "rlinf_settings",
+        "rlinf_venv_changed",
+        "teardown_answer",
+        "teardown_ray_node",
+        "validate_inventory_purpose",
+        "validate_inventory_write",
+    }
+)
+
+KNOWN = frozenset(BY_NAME) | frozenset(TOPOLOGY_VARS) | RUNTIME_VARS
