@@ -334,9 +334,9 @@ def _cpu_problems(node: dict, problems: list[Problem]) -> None:
         problems.append(
             Problem(
                 node["name"],
-                f"ray_num_cpus={render.number_text(cpus)} on the head: RLinf pins its managers to rank 0 (the head) and "
-                "every RLinf actor asks Ray for 1 CPU, so RLinf would wait forever to place them (Ray's docs suggest "
-                "0 CPUs on a head for other workloads); leave ray_num_cpus unset or set it to 1 or more.",
+                f"ray_num_cpus={render.number_text(cpus)} on the head: RLinf pins its managers to rank 0 (the "
+                "head) and every RLinf actor asks Ray for 1 CPU, so RLinf would wait forever to place them (Ray's "
+                "docs suggest 0 CPUs on a head for other workloads); leave ray_num_cpus unset or set it to 1 or more.",
             )
         )
 
