@@ -522,6 +522,15 @@ def evaluate(
         node = matched.get(exp["name"])
         if not node:
             continue
+        cpus = _number(node["resources"].get("CPU")) or 0.0
+        if exp["rank"] == 0 and cpus < 1 and "CPU" not in (exp.get("resources") or {}):
+            # RLinf pins its managers to rank 0 and each asks 1 CPU: it would wait forever.
+            add(
+                exp["name"],
+                f"{_label(exp)}: Ray reports CPU={format_amount(cpus)} on this node, rank 0, where RLinf "
+                "places its managers (1 CPU each): RLinf would wait forever; start its Ray with CPUs "
+                "(re-run site.yml: ray_num_cpus unset or >= 1).",
+            )
         for key, want in sorted((exp.get("resources") or {}).items()):
             got = _number(node["resources"].get(key))
             if got is not None and got + EPSILON >= want:

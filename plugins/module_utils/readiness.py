@@ -471,6 +471,18 @@ def evaluate_rlinf(expected: Sequence[Mapping], num_nodes: int, result: Mapping)
     """
     state = result.get("state")
     want = {int(n["rank"]): n for n in expected}
+    if state == "no_cpu":
+        workers = evaluate_workers(expected, result["workers"])
+        return {
+            "state": state,
+            "version": None,
+            "num_nodes": num_nodes,
+            "seconds": None,
+            "ranks": [],
+            "workers": workers,
+            "problems": list(workers["problems"]),
+            "ok": False,
+        }
     if state == "attached_unconfirmed":
         # RLinf attached and then hung in its workers' step: the attach itself is not the problem.
         workers = evaluate_workers(expected, result.get("workers") or {}, result.get("log_tail"))
@@ -679,6 +691,8 @@ def summarize(report: Mapping) -> str:
         parts.append("RLinf not installed in the venv (not attached)")
     elif state in ("failed", "timeout"):
         parts.append(f"RLinf did not attach ({state})")
+    elif state == "no_cpu":
+        parts.append("RLinf not started: a node offers Ray no CPU")
     prefix = "OK" if report.get("ok") else "FAILED"
     return f"{prefix}: " + "; ".join(parts) if parts else f"{prefix}: nothing was checked"
 

@@ -347,18 +347,7 @@ def run_workers(cluster, write_dirs, payload):
     from rlinf.scheduler import NodePlacementStrategy, Worker
 
     ranks = list(range(cluster.num_nodes))
-    alive = {n["NodeID"]: n for n in ray.nodes() if n.get("Alive")}
-    cpus = {}
-    for rank in ranks:
-        node = alive.get(cluster.get_node_info(rank).ray_id) or {}
-        cpus[str(rank)] = float((node.get("Resources") or {}).get("CPU", 0))
-    found = {"cpus": cpus, "available_cpus": {}, "nodes": {}}
-    available = ray.available_resources()
-    found["available_cpus"]["cluster"] = float(available.get("CPU", 0))
-    starved = [rank for rank in ranks if cpus[str(rank)] < 1]
-    if starved:
-        found.update(state="no_cpu", ranks=starved)
-        return found
+    found = {"nodes": {}}
 
     class ReadinessWorker(Worker):
         def __init__(self, dirs):
@@ -694,6 +683,8 @@ class Readiness:
         self.clock = clock
         self.started = clock()
         self.actors = []
+        # Each matched node's CPUs in Ray (RLinf's actors ask 1 each).
+        self.cpus = {}
         self.result = {
             "changed": False,
             "ok": False,
@@ -852,6 +843,7 @@ class Readiness:
         matched = membership["matched"]
         for name, node in matched.items():
             rows[name]["node_id"] = node["node_id"]
+            self.cpus[name] = float(node["resources"].get("CPU") or 0)
         gpus = set()
         if self.params["nccl"]:
             gpus = {name for name, node in matched.items() if float(node["resources"].get("GPU") or 0) >= 1}
@@ -983,6 +975,18 @@ class Readiness:
         setting = self.params["rlinf_attach"]
         if setting == "never":
             return {"state": "skipped"}
+        # RLinf's actors ask 1 CPU each and its managers sit on rank 0: on a node without one,
+        # RLinf's Cluster (rank 0) or its workers (any rank) would wait out the timeout.
+        starved = [n for n in expected if self.cpus.get(n["name"], 1) < 1]
+        if starved and importlib.util.find_spec("rlinf") is not None:
+            return {
+                "state": "no_cpu",
+                "workers": {
+                    "state": "no_cpu",
+                    "ranks": [n["rank"] for n in starved],
+                    "cpus": {str(n["rank"]): self.cpus.get(n["name"]) for n in expected},
+                },
+            }
         if importlib.util.find_spec("rlinf") is None:
             if setting == "always":
                 return {

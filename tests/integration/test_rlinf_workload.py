@@ -193,10 +193,40 @@ def test_a_read_only_checkpoint_dir_fails_naming_node_and_operation(rlinf_lab, h
     assert "Read-only file system" in " ".join(problems)
 
 
-def test_readiness_fails_on_a_head_whose_ray_has_no_cpu(rlinf_lab, hosts, tmp_path):
-    """The plan refuses ray_num_cpus: 0 on a head; a head started so anyway (by hand) is named."""
-    inventory, _ = rlinf_lab
+def test_nodes_without_cpus_are_named_by_readiness_and_by_status(rlinf_lab, hosts, tmp_path):
+    """Every RLinf actor asks 1 CPU: a worker started with none (accepted without an RLinf config)
+    fails readiness; a head with none (refused by the plan, started so by hand) fails status itself."""
+    inventory, tmp = rlinf_lab
     names = list(hosts)
+    worker = names[-1]
+
+    def worker_without_cpus(groups):
+        for group in ("ray_head", "ray_workers"):
+            groups[group].setdefault("vars", {}).update(
+                TORCH_VARS,
+                rlinf_code_sync="rsync",
+                rlinf_src=str(tmp / "RLinf"),
+                rlinf_code_dest=CHECKOUT,
+                ray_node_writable_paths=[DATA_DIR],
+            )
+        groups["ray_workers"]["hosts"][worker]["ray_num_cpus"] = 0
+
+    starved = write_inventory(tmp_path, worker_without_cpus)
+    run = run_playbook("site.yml", tmp_path, inventory=starved)
+    assert run.rc == 0, run.stdout[-3000:]
+    status, report = run_status(tmp_path, inventory=starved, rlinf_readiness=True)
+    assert status.rc != 0, status.stdout[-3000:]
+    rlinf = report["readiness"]["rlinf"]
+    assert rlinf["state"] == "no_cpu" and rlinf["workers"]["state"] == "no_cpu", rlinf
+    (problem,) = rlinf["problems"]
+    rank = names.index(worker)
+    assert problem.startswith(f"RLinf: host '{worker}' (rank {rank}) offers Ray 0 CPUs, and every RLinf actor asks"), (
+        problem
+    )
+
+    # The head by hand: its unit's ExecStart gets --num-cpus=0, then Ray restarts head first.
+    run = run_playbook("site.yml", tmp_path, inventory=inventory())
+    assert run.rc == 0, run.stdout[-3000:]
     head = hosts[names[0]]
     unit = "/etc/systemd/system/rlinf-ray.service"
     ssh(head, f"sed -i 's| --head | --head --num-cpus=0 |' {unit} && grep -q -- '--num-cpus=0' {unit}")
@@ -212,10 +242,8 @@ def test_readiness_fails_on_a_head_whose_ray_has_no_cpu(rlinf_lab, hosts, tmp_pa
         time.sleep(3)
     status, report = run_status(tmp_path, inventory=inventory(), rlinf_readiness=True)
     assert status.rc != 0, status.stdout[-3000:]
-    workers = report["readiness"]["rlinf"]["workers"]
-    assert workers["state"] == "no_cpu", workers
-    (problem,) = workers["problems"]
-    assert problem.startswith(f"RLinf: host '{names[0]}' (rank 0) offers Ray 0 CPUs, and every RLinf actor asks for 1")
+    found = [p for p in report["problems"] if "RLinf would wait forever" in p]
+    assert len(found) == 1 and f"host '{names[0]}'" in found[0] and "CPU=0" in found[0], report["problems"]
     # site.yml puts the head's unit back as the plan renders it.
     run = run_playbook("site.yml", tmp_path, inventory=inventory())
     assert run.rc == 0, run.stdout[-3000:]

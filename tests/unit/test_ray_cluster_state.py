@@ -463,3 +463,16 @@ def test_a_node_without_a_known_address_is_missing_and_the_others_are_checked():
     assert result["missing"] == ["w2"] and not result["ok"]
     assert any("no record of it under /etc/rlinf/state" in p for p in result["problems"])
     assert [n["state"] for n in result["nodes"][:2]] == ["ALIVE", "ALIVE"]
+
+
+def test_a_rank_0_without_cpus_is_named_as_the_node_rlinf_would_wait_on():
+    """RLinf places its managers (1 CPU each) on rank 0; the check's own probe asks for none."""
+    nodes, probes = healthy({"n0": {"CPU": 0.0}})
+    result = run(expected(), nodes, probes)
+    found = [p for p in result["problems"] if "RLinf would wait forever" in p]
+    assert len(found) == 1 and "host 'head'" in found[0] and "CPU=0" in found[0], result["problems"]
+
+
+def test_a_worker_without_cpus_is_not_a_problem_of_the_status_check():
+    nodes, probes = healthy({"n2": {"CPU": 0.0}})
+    assert not [p for p in run(expected(), nodes, probes)["problems"] if "CPU" in p]

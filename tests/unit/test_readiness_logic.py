@@ -302,13 +302,13 @@ def test_workers_that_wrote_and_passed_the_ring_pass_and_say_so():
 
 
 def test_a_node_without_cpus_is_named_with_the_variable_to_fix():
-    found = {"state": "no_cpu", "cpus": {"0": 0.0, "1": 2.0, "2": 2.0}, "ranks": [0], "nodes": {}}
-    rlinf = r.evaluate_rlinf(NODES, 3, attached([n["ip"] for n in NODES], workers=found))
-    assert not rlinf["ok"]
+    found = {"state": "no_cpu", "cpus": {"0": 0.0, "1": 2.0, "2": 2.0}, "ranks": [0]}
+    rlinf = r.evaluate_rlinf(NODES, 3, {"state": "no_cpu", "workers": found})
+    assert not rlinf["ok"] and rlinf["state"] == "no_cpu" and rlinf["workers"]["state"] == "no_cpu"
     (problem,) = rlinf["problems"]
     assert problem.startswith("RLinf: host 'head' (rank 0) offers Ray 0 CPUs, and every RLinf actor asks for 1")
     assert "wait forever" in problem and "ray_num_cpus: 0" in problem
-    assert "RLinf's workers did not run (no_cpu)" in r.summarize({"rlinf": rlinf, "nodes": []})
+    assert "RLinf not started: a node offers Ray no CPU" in r.summarize({"rlinf": rlinf, "nodes": []})
 
 
 def test_a_write_that_failed_names_the_node_the_directory_and_the_operation():
