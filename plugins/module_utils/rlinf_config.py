@@ -822,6 +822,9 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
     hw_seen: dict = {}
     # What RLinf counts (topology's rlinf_gpus), not what Ray's GPU resource holds.
     gpus_by_rank = {n["rank"]: n.get("rlinf_gpus", n.get("gpus")) for n in nodes} if nodes is not None else {}
+    shared = _shared_gpu_machines(nodes or [])
+    for rank, (_machine, _members, gpu_rank) in shared.items():
+        gpus_by_rank[rank] = gpus_by_rank.get(gpu_rank)  # NVML counts the machine's GPUs on each of them
     nodes_by_rank = {n["rank"]: n for n in nodes} if nodes is not None else {}
     if raw_groups is not None:
         if not isinstance(raw_groups, Sequence) or isinstance(raw_groups, str):
@@ -959,8 +962,50 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
             problems,
             warnings,
             nodes is not None,
+            shared=shared,
+            hosts={n["rank"]: n["name"] for n in nodes or []},
         )
     return {"problems": problems, "warnings": warnings}
+
+
+def _shared_gpu_machines(nodes: Sequence[Mapping]) -> dict[int, tuple[str, list[int], int]]:
+    """Rank -> (machine, ranks of its Ray nodes, rank of the one holding its GPUs), for the Ray nodes
+    of a GPU machine that topology accepts (RLinf's compute + control layout)."""
+    by_name = {n["name"]: n for n in nodes}
+    out = {}
+    for node in nodes:
+        gpu_node = by_name.get(node.get("machine_gpu_node") or "")
+        if not node.get("machine_peers") or gpu_node is None:
+            continue
+        members = sorted([node["rank"], *(by_name[p]["rank"] for p in node["machine_peers"] if p in by_name)])
+        out[node["rank"]] = (node["machine"], members, gpu_node["rank"])
+    return out
+
+
+def _shared_machine_placement(rank_map, selected, shared, hosts) -> list[str]:
+    """A GPU placement whose workers land on several Ray nodes of one machine: RLinf counts the
+    machine's GPUs on each, so their workers would use the same GPUs."""
+    if not shared:
+        return []
+    owners: list[int | None] = []
+    for g in selected:
+        for node_rank, units in zip(g.node_ranks, g.units or [], strict=False):
+            owners.extend([node_rank if g.hw_type == ACCELERATOR else None] * (units or 0))
+    touched = {owners[r] for res in process_resources(rank_map).values() for r in res if r < len(owners)}
+    out = []
+    for machine, members, gpu_rank in {v[0]: v for v in shared.values()}.values():
+        on = sorted(r for r in touched if r in members)
+        if len(on) < 2:
+            continue
+        names = ", ".join(f"{hosts.get(r, r)} (rank {r})" for r in on)
+        gpu_host = hosts.get(gpu_rank, gpu_rank)
+        out.append(
+            f"puts GPU workers on {names}, Ray nodes of one machine ({machine}); RLinf counts the machine's GPUs "
+            "(NVML) on each of them, so their workers would run on the same GPUs: place GPU components on a node "
+            f"group that holds only {gpu_host} (node_groups: - label: gpu, node_ranks: {gpu_rank}; then "
+            "node_group: gpu here)"
+        )
+    return out
 
 
 def _check_profiling(profiling, source, nodes, problems, warnings):
@@ -1037,7 +1082,9 @@ def _accelerator_group(label, ranks, gpus_by_rank, have_nodes) -> _Group:
     return _Group(label, ranks, ACCELERATOR, None)  # unknown
 
 
-def _check_placements(placements, groups, ranks_known, source, problems, warnings, have_nodes=True):
+def _check_placements(
+    placements, groups, ranks_known, source, problems, warnings, have_nodes=True, shared=None, hosts=None
+):
     where0 = f"{source} component_placement"
     if not isinstance(placements, Mapping):
         problems.append(f"{where0}: must be a mapping of 'component[,component]: placement'.")
@@ -1140,7 +1187,8 @@ def _check_placements(placements, groups, ranks_known, source, problems, warning
             continue
         if count is None:
             continue
-        for reason in place(rank_map, selected):
+        reasons = place(rank_map, selected) or _shared_machine_placement(rank_map, selected, shared, hosts or {})
+        for reason in reasons:
             problems.append(f"{where}: placement '{text}' on node group '{label_text}': {reason}.")
 
 

@@ -380,3 +380,80 @@ def test_ascend_npus_are_the_accelerators_of_their_nodes():
 def test_config_alone_does_not_ask_for_inventory_variables():
     report = check_cluster({"num_nodes": 2, "component_placement": {"actor": "0-15"}})
     assert report == {"problems": [], "warnings": []}
+
+
+# RLinf's single-machine guide (PR #1457): compute head (rank 0, 8 GPUs) and control node
+# (rank 1, rlinf_gpus_per_node: 0) on one host; the guide's config places GPU components on a
+# group holding only rank 0 and the Franka env on the control node.
+def _compute_control_nodes():
+    hostvars = {
+        "compute": {"ansible_host": "gpu-box", "rlinf_gpus_per_node": 8, "ray_temp_dir": "/tmp/rlinf_compute"},
+        "control": {
+            "ansible_host": "gpu-box",
+            "rlinf_gpus_per_node": 0,
+            "ray_temp_dir": "/tmp/rlinf_control",
+            "ray_port": 6380,
+            "rlinf_env_file": "/etc/rlinf/control.env",
+            "ray_node_unit_name": "rlinf-ray-control",
+        },
+    }
+    return cluster_nodes({"ray_head": ["compute"], "ray_workers": ["control"]}, hostvars)
+
+
+def _compute_control_cluster(placement):
+    return {
+        "num_nodes": 2,
+        "component_placement": placement,
+        "node_groups": [
+            {"label": "gpu", "node_ranks": "0"},
+            {
+                "label": "franka",
+                "node_ranks": "1",
+                "hardware": {"type": "Franka", "configs": [{"node_rank": 1, "robot_ip": "10.0.0.2"}]},
+            },
+        ],
+    }
+
+
+def test_guide_placement_on_the_compute_group_is_accepted():
+    placement = {
+        "actor": {"node_group": "gpu", "placement": "0"},
+        "env": {"node_group": "franka", "placement": "0"},
+        "rollout": {"node_group": "gpu", "placement": "0:0-1"},
+    }
+    assert check_cluster(_compute_control_cluster(placement), _compute_control_nodes())["problems"] == []
+
+
+def test_gpu_placement_on_the_cluster_group_over_both_nodes_is_refused_naming_hosts_component_and_fix():
+    placement = {"actor,rollout": "all", "env": {"node_group": "franka", "placement": "0"}}
+    problems = check_cluster(_compute_control_cluster(placement), _compute_control_nodes())["problems"]
+    assert len(problems) == 1
+    assert problems[0].startswith(
+        "cluster component_placement 'actor,rollout': placement 'all' on node group 'cluster'"
+    )
+    assert "puts GPU workers on compute (rank 0), control (rank 1), Ray nodes of one machine (gpu-box)" in problems[0]
+    assert (
+        "place GPU components on a node group that holds only compute (node_groups: - label: gpu, node_ranks: 0"
+        in problems[0]
+    )
+
+
+def test_gpu_placement_on_the_cluster_group_touching_only_the_compute_node_is_accepted():
+    # RLinf numbers the cluster group's GPUs node by node: 0-7 are rank 0's, 8-15 the control node's.
+    placement = {"actor": "0-7", "env": {"node_group": "franka", "placement": "0"}}
+    assert check_cluster(_compute_control_cluster(placement), _compute_control_nodes())["problems"] == []
+    spill = {"actor": "4-11", "env": {"node_group": "franka", "placement": "0"}}
+    problems = check_cluster(_compute_control_cluster(spill), _compute_control_nodes())["problems"]
+    assert [p.split(":")[0] for p in problems] == ["cluster component_placement 'actor'"]
+    assert "compute (rank 0), control (rank 1)" in problems[0]
+
+
+def test_a_node_group_over_both_nodes_of_the_machine_is_refused_for_gpus():
+    cluster = _compute_control_cluster({"actor": {"node_group": "both", "placement": "all"}})
+    cluster["node_groups"].append({"label": "both", "node_ranks": "0-1"})
+    problems = check_cluster(cluster, _compute_control_nodes())["problems"]
+    assert any(
+        p.startswith("cluster component_placement 'actor': placement 'all' on node group 'both'")
+        and "Ray nodes of one machine (gpu-box)" in p
+        for p in problems
+    ), problems
