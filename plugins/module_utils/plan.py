@@ -466,6 +466,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
             "cuda_visible_devices": topo_node["cuda_visible_devices"],
             "rlinf_gpus": topo_node["rlinf_gpus"],
             "gpu_isolated": topo_node["gpu_isolated"],
+            "machine_gpu_node": topo_node["machine_gpu_node"],
             "accelerator_type": topo_node["accelerator_type"],
             "unit": reader["ray_node_unit_name"],
             "python": reader["rlinf_python"],
@@ -1194,6 +1195,7 @@ def gpu_nodes(plan: Mapping) -> list[dict]:
                 "gpu_isolated": node["gpu_isolated"],
                 "ray_num_gpus": node["start_resources"].get("GPU"),
                 "rlinf_gpus": node["rlinf_gpus"],
+                "machine_gpu_node": node["machine_gpu_node"],
                 "accelerator_type": node["accelerator_type"],
             }
         )

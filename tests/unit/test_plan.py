@@ -333,8 +333,48 @@ def test_gpu_nodes_tell_the_check_what_the_inventory_says_of_each_nodes_gpus():
         "gpu_isolated": False,
         "ray_num_gpus": None,
         "rlinf_gpus": 0,
+        "machine_gpu_node": None,
         "accelerator_type": "NV_GPU",
     }
     w1 = gpu["w1"]
     assert (w1["cuda_visible_devices"], w1["gpu_isolated"], w1["rlinf_gpus"]) == (["0", "1"], True, 2)
     assert (gpu["w2"]["ray_num_gpus"], gpu["w2"]["rlinf_gpus"], gpu["w2"]["node_groups"]) == (4, None, ["train"])
+
+
+def test_compute_and_control_on_one_gpu_host_plan_and_pass_the_gpu_check():
+    # RLinf's single-machine guide: compute head and control node on one host, own venv and temp dir.
+    from ansible_collections.rlinf.cluster.plugins.module_utils.gpu_check import gpu_problems
+
+    hv = hostvars(
+        h={"rlinf_gpus_per_node": 8, "ray_temp_dir": "/tmp/rlinf_compute", "rlinf_venv_dir": "/opt/rlinf/compute-venv"},
+        w1={
+            "ansible_host": "10.0.0.1",
+            "rlinf_gpus_per_node": 0,
+            "ray_temp_dir": "/tmp/rlinf_control",
+            "ray_port": 6380,
+            "rlinf_env_file": "/etc/rlinf/control.env",
+            "ray_node_unit_name": "rlinf-ray-control",
+            "rlinf_venv_dir": "/opt/rlinf/control-venv",
+            "rlinf_env_profile_script": "/etc/profile.d/rlinf-control.sh",
+        },
+    )
+    plan = resolved(hv, probes(w1=probe("10.0.0.1")))
+    assert [(n["name"], n["installs_venv"]) for n in (plan["nodes"]["h"], plan["nodes"]["w1"])] == [
+        ("h", True),
+        ("w1", True),
+    ]
+    gpu_plans = plan["gpu_nodes"]
+    assert [g["machine_gpu_node"] for g in gpu_plans] == ["h", "h", None]
+    uuids = [f"GPU-{i}" for i in range(8)]
+    seen = {"count": 8, "nvml_count": 8, "driver_version": "535.129.03", "uuids": uuids}
+    nodes = [
+        {
+            "name": name,
+            "rank": rank,
+            "state": "ALIVE",
+            "resources": {"CPU": 8.0, "GPU": 8.0},
+            "manifest": {"gpus": seen},
+        }
+        for rank, name in enumerate(["h", "w1"])
+    ]
+    assert gpu_problems(nodes, gpu_plans) == []
