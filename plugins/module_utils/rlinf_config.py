@@ -90,10 +90,22 @@ ROBOT_FIELDS = {
     },
     "Turtle2": {},
 }
-HARDWARE_CONFIG_KEYS = {hw: tuple(fields) for hw, fields in ROBOT_FIELDS.items()}
-# The ``count_fields`` each robot's enumerate() passes to RobotAutoConfig.resolve: on a node
+# Fields RLinf's robotics refactor adds (PR #1481, refs/pull/1481/head fb8f3c90a, not merged in
+# main a3816b5 nor in 0.3.0): rlinf/robotics/robots/franka.py FrankaConfig.camera_node_rank,
+# rlinf/robotics/robots/dual_franka.py DualFrankaConfig.disable_validate. The validator has no
+# notion of the nodes' RLinf version, so a config may use the keys of either.
+ROBOTICS_FIELDS = {
+    "Franka": {"camera_node_rank": "int"},
+    "DualFranka": {"disable_validate": "bool"},
+}
+ALL_ROBOT_FIELDS = {hw: {**fields, **ROBOTICS_FIELDS.get(hw, {})} for hw, fields in ROBOT_FIELDS.items()}
+HARDWARE_CONFIG_KEYS = {hw: tuple(fields) for hw, fields in ALL_ROBOT_FIELDS.items()}
+# The ``count_fields`` each robot's enumerate() passes to RobotAutoConfig.resolve (0.3.0 and
+# main a3816b5, rlinf/scheduler/hardware/robots/auto_config.py _create_from_env): on a node
 # without a YAML config of that type, RLinf creates one robot per comma-separated value of
-# these env vars (upper-cased). Turtle2 creates none from the environment.
+# these env vars (upper-cased). Turtle2 creates none from the environment. The robotics
+# refactor (PR #1481, rlinf/robotics/discovery/autoconfig.py _create_from_env) instead takes
+# the largest comma count of any scalar (not list) field's env var but node_rank and *_node_rank.
 ROBOT_COUNT_FIELDS = {
     "Franka": ("robot_ip",),
     "DualFranka": ("left_robot_ip", "right_robot_ip"),
@@ -599,6 +611,37 @@ def _env_count(raw) -> int:
     return len(str(raw).split(","))
 
 
+def _robotics_count_differs(hw_type, env, found) -> str | None:
+    """How the two sizing rules count robots created from env vars, when they disagree.
+
+    Identifiers that disagree among themselves are refused by both (the refactor takes the
+    largest count, then raises on the identifier with fewer values), so only a count of 0 or 1
+    by the identifiers can differ."""
+    if len(set(found.values())) > 1:
+        return None
+    old = next(iter(found.values()), 0)
+    scalars = {
+        field.upper(): _env_count(env[field.upper()])
+        for field, kind in ALL_ROBOT_FIELDS.get(hw_type, {}).items()
+        if kind != "list" and not field.endswith("_node_rank") and field.upper() in env
+    }
+    new = max(scalars.values(), default=0)
+    if new == old:
+        return None
+    largest = max(scalars, key=lambda var: scalars[var])
+    identifiers = " and ".join(f.upper() for f in ROBOT_COUNT_FIELDS.get(hw_type, ()))
+    if old == 0:
+        before = f"RLinf 0.3.0 (and main a3816b5) counts robots by {identifiers}, unset here, so it finds none"
+        after = f"its robotics refactor (PR #1481) creates {new} from {largest}={env[largest]!r}"
+    else:
+        before = f"RLinf 0.3.0 (and main a3816b5) creates {old} from {identifiers} and gives it {largest} whole"
+        after = (
+            f"its robotics refactor (PR #1481) counts {new} from {largest}={env[largest]!r} (the largest comma "
+            f"count of any scalar field) and raises because {identifiers} has {old} value(s)"
+        )
+    return f"{before}, {after}"
+
+
 def _robot_units(where, hw_type, ranks, yaml_units, nodes_by_rank, problems, warnings):
     """Robots RLinf finds on each node of a hardware group: YAML configs, else created from env vars.
 
@@ -624,6 +667,15 @@ def _robot_units(where, hw_type, ranks, yaml_units, nodes_by_rank, problems, war
                 per_node.append(0)
                 continue
             found = {var: _env_count(env[var]) for var in count_vars if var in env}
+            differ = _robotics_count_differs(hw_type, env, found) if node is not None else None
+            if differ:
+                warnings.append(
+                    f"{where}: rlinf_env_vars of rank {rank}{host} give a {hw_type} count that depends on the RLinf "
+                    f"version: {differ}; give every {hw_type} env var there one comma-separated value per robot "
+                    "so both agree. Its resource ranks are not checked."
+                )
+                per_node.append(None)
+                continue
             if len(set(found.values())) > 1:
                 counts = ", ".join(f"{var} has {c}" for var, c in found.items())
                 problems.append(
@@ -652,7 +704,7 @@ def _robot_units(where, hw_type, ranks, yaml_units, nodes_by_rank, problems, war
             n = next(iter(found.values()))
         per_node.append(n)
         # Every field env var RLinf reads on this node must hold one value per robot there.
-        for field, kind in ROBOT_FIELDS.get(hw_type, {}).items():
+        for field, kind in ALL_ROBOT_FIELDS.get(hw_type, {}).items():
             var = field.upper()
             if var not in env or field.endswith("_node_rank"):
                 continue

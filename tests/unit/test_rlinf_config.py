@@ -457,3 +457,50 @@ def test_a_node_group_over_both_nodes_of_the_machine_is_refused_for_gpus():
         and "Ray nodes of one machine (gpu-box)" in p
         for p in problems
     ), problems
+
+
+def _one_robot_cluster(hw_type, configs, placement="0"):
+    return {
+        "num_nodes": 1,
+        "component_placement": {"env": {"node_group": "arms", "placement": placement}},
+        "node_groups": [{"label": "arms", "node_ranks": "0", "hardware": {"type": hw_type, "configs": configs}}],
+    }
+
+
+def test_robotics_refactor_keys_are_accepted_and_a_misspelt_one_is_not():
+    # FrankaConfig.camera_node_rank and DualFrankaConfig.disable_validate: RLinf PR #1481 (rlinf/robotics).
+    franka = [{"node_rank": 0, "robot_ip": "10.0.0.2", "camera_node_rank": 0}]
+    dual = [{"node_rank": 0, "left_robot_ip": "10.0.0.2", "right_robot_ip": "10.0.0.3", "disable_validate": True}]
+    assert check_cluster(_one_robot_cluster("Franka", franka))["problems"] == []
+    assert check_cluster(_one_robot_cluster("DualFranka", dual))["problems"] == []
+    typo = [{"node_rank": 0, "robot_ip": "10.0.0.2", "camera_node_rnk": 0}]
+    [problem] = check_cluster(_one_robot_cluster("Franka", typo))["problems"]
+    assert "unknown key 'camera_node_rnk' (did you mean 'camera_node_rank'?) for a Franka" in problem
+
+
+def _env_robots(env, placement="0"):
+    nodes = cluster_nodes({"ray_head": ["arm-pc"]}, {"arm-pc": {"rlinf_env_vars": env}})
+    return check_cluster(_one_robot_cluster("Franka", [], placement), nodes)
+
+
+def test_robots_from_env_without_the_identifier_depend_on_the_rlinf_version():
+    # 0.3.0/main: ROBOT_IP unset -> no robot; PR #1481: the largest scalar count (GRIPPER_TYPE) -> one.
+    report = _env_robots({"GRIPPER_TYPE": "robotiq"}, placement="0-3")
+    assert report["problems"] == []
+    [warning] = [w for w in report["warnings"] if "depends on the RLinf version" in w]
+    assert "rlinf_env_vars of rank 0 (host arm-pc) give a Franka count that depends on the RLinf version" in warning
+    assert "counts robots by ROBOT_IP, unset here, so it finds none" in warning
+    assert "robotics refactor (PR #1481) creates 1 from GRIPPER_TYPE='robotiq'" in warning
+
+
+def test_a_scalar_env_var_with_more_values_than_robots_depends_on_the_rlinf_version():
+    report = _env_robots({"ROBOT_IP": "10.0.0.2", "GRIPPER_CONNECTION": "/dev/ttyUSB0,/dev/ttyUSB1"})
+    [warning] = [w for w in report["warnings"] if "depends on the RLinf version" in w]
+    assert "creates 1 from ROBOT_IP and gives it GRIPPER_CONNECTION whole" in warning
+    assert "raises because ROBOT_IP has 1 value(s)" in warning
+
+
+def test_list_env_vars_do_not_size_robots_in_either_version():
+    report = _env_robots({"ROBOT_IP": "10.0.0.2", "CAMERA_SERIALS": "a,b,c"}, placement="0")
+    assert report == {"problems": [], "warnings": []}
+    assert _env_robots({"ROBOT_IP": "10.0.0.2", "CAMERA_SERIALS": "a,b,c"}, placement="0-1")["problems"]
