@@ -378,3 +378,12 @@ def test_compute_and_control_on_one_gpu_host_plan_and_pass_the_gpu_check():
         for rank, name in enumerate(["h", "w1"])
     ]
     assert gpu_problems(nodes, gpu_plans) == []
+
+
+@pytest.mark.parametrize(("var", "host", "run"), [("rlinf_env_vars", "w1", None), ("rlinf_launch_env", "h", "launch")])
+def test_rlinf_code_working_dir_by_hand_is_refused_with_code_sync_as_the_fix(var, host, run):
+    hv = hostvars(**{host: {var: {"RLINF_CODE_WORKING_DIR": "/srv/RLinf"}, "rlinf_entry": "python train.py"}})
+    found = problems_of(lambda: P.static_plan(GROUPS, hv, {"purpose": run} if run else None))
+    [problem] = [s for s in found if "RLINF_CODE_WORKING_DIR" in s]
+    assert host in problem and var in problem
+    assert "use rlinf_code_sync: ray" in problem
