@@ -1020,6 +1020,42 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
     return {"problems": problems, "warnings": warnings}
 
 
+def env_config_interpreters(cluster, num_nodes: int, source: str = "cluster") -> dict[int, list[tuple[str, str]]]:
+    """Node rank -> [(python_interpreter_path, where it is set)] of the config's env_configs.
+
+    RLinf asserts each exists on its node (rlinf/scheduler/cluster/node.py, the node info actor:
+    ``assert os.path.exists(path)`` for every path ClusterConfig.get_node_python_interpreter_path_by_rank
+    gives), so the plan asks each node for them at preflight. Malformed entries are left out:
+    check_cluster reports them.
+    """
+    out: dict[int, list[tuple[str, str]]] = {}
+    groups = cluster.get("node_groups") if isinstance(cluster, Mapping) else None
+    if not _is_list(groups):
+        return out
+    all_ranks = list(range(num_nodes))
+    for i, group in enumerate(groups):
+        if not isinstance(group, Mapping) or not _is_list(group.get("env_configs")):
+            continue
+        label = group.get("label")
+        try:
+            group_ranks = parse_rank_config(group.get("node_ranks"), all_ranks)
+        except (RankError, ValueError, TypeError):
+            continue
+        for j, env in enumerate(group["env_configs"]):
+            path = env.get("python_interpreter_path") if isinstance(env, Mapping) else None
+            if not isinstance(path, str) or not path.startswith("/"):
+                continue
+            try:
+                ranks = parse_rank_config(env.get("node_ranks"), group_ranks)
+            except (RankError, ValueError, TypeError):
+                continue
+            where = f"{source} node_groups[{i}]" + (f" '{label}'" if label is not None else "") + f" env_configs[{j}]"
+            for rank in ranks:
+                if rank in group_ranks and (path, where) not in out.get(rank, []):
+                    out.setdefault(rank, []).append((path, where))
+    return out
+
+
 def _shared_gpu_machines(nodes: Sequence[Mapping]) -> dict[int, tuple[str, list[int], int]]:
     """Rank -> (machine, ranks of its Ray nodes, rank of the one holding its GPUs), for the Ray nodes
     of a GPU machine that topology accepts (RLinf's compute + control layout)."""

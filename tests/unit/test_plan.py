@@ -387,3 +387,48 @@ def test_rlinf_code_working_dir_by_hand_is_refused_with_code_sync_as_the_fix(var
     [problem] = [s for s in found if "RLINF_CODE_WORKING_DIR" in s]
     assert host in problem and var in problem
     assert "use rlinf_code_sync: ray" in problem
+
+
+def _interpreter_cluster(path):
+    return {
+        "num_nodes": 3,
+        "component_placement": {"actor": {"node_group": "train", "placement": "0-1"}},
+        "node_groups": [
+            {
+                "label": "train",
+                "node_ranks": "1-2",
+                "env_configs": [{"node_ranks": "1-2", "python_interpreter_path": path}],
+            }
+        ],
+    }
+
+
+def test_env_configs_interpreters_are_read_on_each_node_of_the_group():
+    hv = hostvars(h={"rlinf_cluster": _interpreter_cluster("/opt/openpi/bin/python3")})
+    plan = P.static_plan(GROUPS, hv)
+    assert "env_config_python_0" not in plan["nodes"]["h"]["paths"]
+    for name in ("w1", "w2"):
+        assert plan["nodes"][name]["paths"]["env_config_python_0"] == "/opt/openpi/bin/python3"
+        assert plan["nodes"][name]["env_config_pythons"] == {
+            "env_config_python_0": "rlinf_cluster node_groups[0] 'train' env_configs[0]"
+        }
+
+
+def test_an_env_configs_interpreter_missing_on_a_node_is_refused_naming_host_path_and_fix():
+    hv = hostvars(h={"rlinf_cluster": _interpreter_cluster("/opt/openpi/bin/python3")})
+    there = {"path": "/opt/openpi/bin/python3", "exists": True, "kind": "file", "ours": False}
+    found = probes(w1=probe("10.0.0.2", paths={"env_config_python_0": there}))
+    with pytest.raises(PlanError) as err:
+        P.resolve(P.static_plan(GROUPS, hv), found, "site")
+    [problem] = [p for p in err.value.problems if "python_interpreter_path" in p.text]
+    assert problem.host == "w2"
+    assert problem.text.startswith(
+        "rlinf_cluster node_groups[0] 'train' env_configs[0]: python_interpreter_path /opt/openpi/bin/python3 does not "
+        "exist on this node (rank 2)"
+    )
+    assert "install that Python here, or point python_interpreter_path at one that exists" in problem.text
+
+
+def test_an_env_configs_interpreter_in_the_nodes_own_venv_is_installed_by_the_run():
+    hv = hostvars(h={"rlinf_cluster": _interpreter_cluster("/opt/rlinf/venv/bin/python")})
+    assert resolved(hv)["nodes"]["w1"]["paths"]["env_config_python_0"] == "/opt/rlinf/venv/bin/python"

@@ -14,6 +14,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import 
     check_cluster,
     cluster_block,
     cluster_block_yaml,
+    env_config_interpreters,
     load_config_file,
     load_config_text,
     parse_placement,
@@ -504,3 +505,30 @@ def test_list_env_vars_do_not_size_robots_in_either_version():
     report = _env_robots({"ROBOT_IP": "10.0.0.2", "CAMERA_SERIALS": "a,b,c"}, placement="0")
     assert report == {"problems": [], "warnings": []}
     assert _env_robots({"ROBOT_IP": "10.0.0.2", "CAMERA_SERIALS": "a,b,c"}, placement="0-1")["problems"]
+
+
+def test_env_config_interpreters_per_rank_leave_malformed_entries_to_check_cluster():
+    cluster = {
+        "node_groups": [
+            {
+                "label": "a",
+                "node_ranks": "0-1",
+                "env_configs": [{"node_ranks": "1", "python_interpreter_path": "/p/a"}],
+            },
+            {
+                "label": "b",
+                "node_ranks": "all",
+                "env_configs": [{"node_ranks": "0-2", "python_interpreter_path": "/p/b"}],
+            },
+            {"label": "c", "node_ranks": "x", "env_configs": [{"node_ranks": "0", "python_interpreter_path": "/p/c"}]},
+            {"label": "d", "node_ranks": "0", "env_configs": [{"node_ranks": "0", "python_interpreter_path": "rel"}]},
+        ]
+    }
+    assert env_config_interpreters(cluster, 3, "x.yaml cluster") == {
+        0: [("/p/b", "x.yaml cluster node_groups[1] 'b' env_configs[0]")],
+        1: [
+            ("/p/a", "x.yaml cluster node_groups[0] 'a' env_configs[0]"),
+            ("/p/b", "x.yaml cluster node_groups[1] 'b' env_configs[0]"),
+        ],
+        2: [("/p/b", "x.yaml cluster node_groups[1] 'b' env_configs[0]")],
+    }
