@@ -21,8 +21,9 @@ Inventory contract read here (every name is documented in docs/validation.md):
 - Several hosts with the same ``ansible_host`` are several Ray nodes on one machine;
   they need distinct ``ray_port`` (default 6379), ``ray_temp_dir`` (default
   ``/tmp/ray``), ``rlinf_env_file`` and ``ray_node_unit_name`` (one systemd unit and one
-  env file, with its own rank, per Ray node), and no GPUs unless every one of them is
-  isolated.
+  env file, with its own rank, per Ray node), and GPUs on at most one of them (the others
+  declare ``rlinf_gpus_per_node: 0``: RLinf's compute + control layout) unless every one
+  of them is isolated.
 - ``ray_node_include_dashboard`` stays true on the head: RLinf reads Ray's state API.
 """
 
@@ -499,12 +500,15 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
     Keys: ``name``, ``rank``, ``role`` (head/worker), ``address`` (``ansible_host`` or the
     name), ``machine`` (same as address: hosts sharing it share a machine),
     ``node_groups`` (RLinf labels, inventory order), ``node_group`` (the labels joined by
-    commas, "" when none), ``gpus`` (int or None when unknown), ``cuda_visible_devices``
+    commas, "" when none), ``gpus`` (Ray's view: the device list's length, else
+    ``rlinf_gpus_per_node``; None when unknown), ``cuda_visible_devices``
     (list of ids or None), ``ray_port``, ``temp_dir``, ``env_file``, ``unit_name``,
     ``explicit_rank``; and ``rlinf_gpus`` (the accelerators RLinf counts on the node, what
     placement checks use: None when only ``rlinf_cuda_visible_devices`` is known, because
     RLinf counts every GPU of the machine), ``declared_gpus`` (``rlinf_gpus_per_node`` is
-    set), ``gpu_isolated``, ``accelerator_type`` (RLinf's AcceleratorType),
+    set), ``gpus_per_node`` (its value or None), ``machine_peers`` and ``machine_gpu_node``
+    (in the compute + control layout: the other Ray nodes of the machine, and the one that
+    holds its GPUs; [] and None otherwise), ``gpu_isolated``, ``accelerator_type`` (RLinf's AcceleratorType),
     ``ray_accelerator_resource`` (the Ray resource those accelerators show as, "GPU", "NPU"
     or None), ``inventory_groups`` (every inventory group holding the host, but ``all`` and
     ``ungrouped``) and ``env_vars`` (the host's ``rlinf_env_vars``, {} when unset).
