@@ -1216,6 +1216,7 @@ def expected_nodes(plan: Mapping) -> list[dict]:
         entry = {"name": name, "rank": node["rank"], "ip": node.get("ip", ""), "resources": node["resources"]}
         if node["paths"]["temp_dir"] != "/tmp/ray":
             entry["temp_dir"] = node["paths"]["temp_dir"]
+        entry["python"] = node["paths"]["python"]
         env = {}
         if node.get("comm_device"):
             env["RLINF_COMM_NET_DEVICES"] = node["comm_device"]

@@ -463,3 +463,24 @@ def test_a_node_without_a_known_address_is_missing_and_the_others_are_checked():
     assert result["missing"] == ["w2"] and not result["ok"]
     assert any("no record of it under /etc/rlinf/state" in p for p in result["problems"])
     assert [n["state"] for n in result["nodes"][:2]] == ["ALIVE", "ALIVE"]
+
+
+def _with_python(entries, pythons):
+    return [{**e, "python": pythons.get(e["name"])} for e in entries]
+
+
+def test_nodes_with_venvs_of_their_own_pass_when_each_runs_its_plans_interpreter():
+    # RLinf's compute + control layout: each Ray node its own venv (RLinf only warns).
+    nodes, probes = healthy()
+    probes["n1"] = probe(1, exe="/opt/rlinf/control-venv/bin/python")
+    pythons = {"head": EXE, "w1": "/opt/rlinf/control-venv/bin/python", "w2": EXE}
+    assert run(_with_python(expected(), pythons), nodes, probes)["ok"]
+
+
+def test_a_node_not_running_its_plans_interpreter_is_named_with_the_fix():
+    nodes, probes = healthy()
+    probes["n2"] = probe(2, exe="/usr/bin/python3")
+    (problem,) = run(_with_python(expected(), {"head": EXE, "w1": EXE, "w2": EXE}), nodes, probes)["problems"]
+    assert problem.startswith("host 'w2' (rank 2")
+    assert f"the Ray worker interpreter is /usr/bin/python3 but the plan starts Ray with {EXE}" in problem
+    assert "re-run site.yml" in problem
