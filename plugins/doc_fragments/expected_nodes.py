@@ -37,6 +37,11 @@ options:
           - The node's Ray temp dir (C(ray_temp_dir)). It tells apart several Ray nodes on one machine
             (same IP); a node whose raylet socket lies under it is this host's.
         type: str
+      python:
+        description:
+          - The interpreter the node's Ray starts with (C(rlinf_venv_dir)/bin/python). With it, each node's Ray
+            worker interpreter is compared with its own; without it, with the other nodes'.
+        type: str
       comm_device:
         description:
           - The NIC the collectives use there (C(RLINF_COMM_NET_DEVICES)); omitted means accept whatever the node's

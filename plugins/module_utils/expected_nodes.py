@@ -9,6 +9,7 @@ EXPECTED_NODE_OPTIONS = {
     "rank": {"type": "int", "required": True},
     "ip": {"type": "str", "required": True},
     "temp_dir": {"type": "str"},
+    "python": {"type": "str"},
     "comm_device": {"type": "str"},
     "resources": {"type": "dict", "default": {}},
     "env": {"type": "dict", "default": {}},

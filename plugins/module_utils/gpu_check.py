@@ -116,6 +116,18 @@ def _placement_mismatch(node: Mapping, plan: Mapping, nvml: int) -> str | None:
     )
 
 
+def _gpu_owner(members: Sequence[Mapping], plans: Mapping[str, Mapping]) -> str | None:
+    """The one Ray node that holds a shared machine's GPUs, when the plan accepted the layout."""
+    owners = {plans[n["name"]].get("machine_gpu_node") for n in members}
+    return owners.pop() if len(owners) == 1 and None not in owners else None
+
+
+def _declares_none_of_shared_gpus(plan: Mapping, name: str) -> bool:
+    """A control node of an accepted compute + control machine: 0 GPUs by declaration, although
+    NVML sees the machine's (the placement check keeps RLinf's GPU workers off it)."""
+    return bool(plan.get("machine_gpu_node")) and plan["machine_gpu_node"] != name
+
+
 def _shared_machines(nodes: Sequence[Mapping], plans: Mapping[str, Mapping]) -> list[tuple[list[str], str]]:
     """Ray nodes of one machine that are not all isolated, on a machine NVML sees GPUs on."""
     machines: dict[str, list[Mapping]] = {}
@@ -127,6 +139,8 @@ def _shared_machines(nodes: Sequence[Mapping], plans: Mapping[str, Mapping]) -> 
     for machine, members in machines.items():
         if len(members) < 2 or all(plans[n["name"]].get("gpu_isolated") for n in members):
             continue
+        if _gpu_owner(members, plans):
+            continue  # RLinf's compute + control layout, accepted by topology and the placement check
         seen = [(n, _rlinf_count(_facts(n))) for n in members if _facts(n) and _rlinf_count(_facts(n)) > 0]
         if not seen:
             continue
@@ -138,8 +152,10 @@ def _shared_machines(nodes: Sequence[Mapping], plans: Mapping[str, Mapping]) -> 
                 names,
                 f"hosts {', '.join(names)}: they are Ray nodes of one machine ({machine}) and NVML sees GPUs on it "
                 f"({counts}); {_RLINF_COUNT}, so each of them would count all of them and their workers would land "
-                "on the same GPUs: run one Ray node per GPU machine, or run each in its own container that sees "
-                f"only its GPUs and set {ISOLATED_VAR}: true on {', '.join(plain)}.",
+                "on the same GPUs: run one Ray node per GPU machine, or give the GPUs to one of them "
+                f"({GPUS_VAR}: <the machine's count> on it and 0 on the others, RLinf's compute + control layout), "
+                "or run each in its own container that sees only its GPUs and set "
+                f"{ISOLATED_VAR}: true on {', '.join(plain)}.",
             )
         )
     return out
@@ -234,15 +250,22 @@ def gpu_problems(nodes: Sequence[Mapping], plan_nodes: Sequence[Mapping]) -> lis
         if facts.get("nvml_count") is None and facts.get("error"):
             continue  # nothing could be read; the manifest says why
         nvml = _rlinf_count(facts)
-        if str(node.get("state")).upper() == "ALIVE":
-            found = _count_mismatch(node, plan, nvml, _amount((node.get("resources") or {}).get("GPU")))
+        ray = _amount((node.get("resources") or {}).get("GPU"))
+        control = _declares_none_of_shared_gpus(plan, node["name"])
+        if str(node.get("state")).upper() == "ALIVE" and not (control and ray <= nvml):
+            found = _count_mismatch(node, plan, nvml, ray)
             if found:
                 out.append(([node["name"]], found))
-        found = _placement_mismatch(node, plan, nvml)
+        found = None if control else _placement_mismatch(node, plan, nvml)
         if found:
             out.append(([node["name"]], found))
     machines = _shared_machines(nvidia, plans)
     out.extend(machines)
-    out.extend(_shared_uuids(nvidia, {frozenset(names) for names, _ in machines}))
+    accepted = {}
+    for n in nvidia:
+        if plans[n["name"]].get("machine_gpu_node"):
+            accepted.setdefault(plans[n["name"]]["machine"], set()).add(n["name"])
+    reported = {frozenset(names) for names, _ in machines} | {frozenset(names) for names in accepted.values()}
+    out.extend(_shared_uuids(nvidia, reported))
     out.extend(_driver_problems(nvidia, plans))
     return out

@@ -40,6 +40,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.problems import Plan
 from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import (
     RLinfConfigError,
     check_cluster,
+    env_config_interpreters,
     resolve_cluster,
 )
 from ansible_collections.rlinf.cluster.plugins.module_utils.rules import Bad, describe
@@ -505,6 +506,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
             "cuda_visible_devices": topo_node["cuda_visible_devices"],
             "rlinf_gpus": topo_node["rlinf_gpus"],
             "gpu_isolated": topo_node["gpu_isolated"],
+            "machine_gpu_node": topo_node["machine_gpu_node"],
             "accelerator_type": topo_node["accelerator_type"],
             "unit": reader["ray_node_unit_name"],
             "python": reader["rlinf_python"],
@@ -625,6 +627,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
             node["metrics"] = metrics.node_settings(node, metrics_settings, node["metrics"]["node_exporter_port"])
 
     config_report = _config_check(run, topo, problems)
+    _interpreter_paths(nodes, config_report.get("interpreters") or {})
     if problems:
         raise PlanError(problems)
     plan = {
@@ -765,7 +768,23 @@ def _config_check(run: Mapping, topo: Sequence[Mapping], problems: list[Problem]
         return {}
     problems.extend(Problem(None, text) for text in report["problems"])
     report["cluster"] = _plain(dict(cluster))
+    report["interpreters"] = env_config_interpreters(cluster, len(topo), where) if topo else {}
     return report
+
+
+def _interpreter_paths(nodes: Mapping[str, dict], interpreters: Mapping[int, list]) -> None:
+    """Each node's env_configs interpreters join the paths preflight reads (node_state), under keys
+    ``env_config_python_<i>``; ``env_config_pythons`` says where each is set, for the message."""
+    by_rank = {node["rank"]: node for node in nodes.values()}
+    for rank, entries in interpreters.items():
+        node = by_rank.get(rank)
+        if node is None:
+            continue
+        node["env_config_pythons"] = {}
+        for i, (path, where) in enumerate(entries):
+            key = f"env_config_python_{i}"
+            node["paths"][key] = path
+            node["env_config_pythons"][key] = where
 
 
 # Stage 2 -------------------------------------------------------------------------------
@@ -926,6 +945,31 @@ def _sandbox_problems(name: str, found: Mapping, problems: list[Problem]) -> Non
         )
 
 
+def _interpreter_problems(name: str, node: Mapping, probe: Mapping, problems: list[Problem]) -> None:
+    """The RLinf config's python_interpreter_path for this node must exist here: RLinf asserts it
+    (rlinf/scheduler/cluster/node.py). This node's own venv Python is installed by this run."""
+    paths = node["paths"]
+    for key, where in (node.get("env_config_pythons") or {}).items():
+        path = paths[key]
+        if path == paths["python"] or path.startswith(paths["venv"] + "/"):
+            continue
+        info = (probe.get("paths") or {}).get(key) or {}
+        if info.get("kind") == "file":
+            continue
+        what = {"dir": "is a directory", "other": "is not a file (a broken link?)"}.get(
+            info.get("kind"), "does not exist"
+        )
+        problems.append(
+            Problem(
+                name,
+                f"{where}: python_interpreter_path {path} {what} on this node (rank {node['rank']}); RLinf asserts it "
+                "exists on every node the env_config names (rlinf/scheduler/cluster/node.py) and runs that node's "
+                f"workers with it: install that Python here, or point python_interpreter_path at one that exists "
+                f"(this node's venv Python is {paths['python']}).",
+            )
+        )
+
+
 def _host_problems(
     name: str, node: Mapping, probe: Mapping, plan: Mapping, purpose: str, problems: list[Problem]
 ) -> None:
@@ -948,6 +992,8 @@ def _host_problems(
     _python_problems(name, node, probe, plan["cluster"]["ray_version"], problems)
     if node["service"]["sandbox"] and purpose == "site":
         _sandbox_problems(name, probe.get("sandbox") or {}, problems)
+    if purpose == "site":
+        _interpreter_problems(name, node, probe, problems)
     for key, info in (probe.get("paths") or {}).items():
         if not info.get("exists") or info.get("ours"):
             continue
@@ -1210,6 +1256,7 @@ def expected_nodes(plan: Mapping) -> list[dict]:
         entry = {"name": name, "rank": node["rank"], "ip": node.get("ip", ""), "resources": node["resources"]}
         if node["paths"]["temp_dir"] != "/tmp/ray":
             entry["temp_dir"] = node["paths"]["temp_dir"]
+        entry["python"] = node["paths"]["python"]
         env = {}
         if node.get("comm_device"):
             env["RLINF_COMM_NET_DEVICES"] = node["comm_device"]
@@ -1235,6 +1282,7 @@ def gpu_nodes(plan: Mapping) -> list[dict]:
                 "gpu_isolated": node["gpu_isolated"],
                 "ray_num_gpus": node["start_resources"].get("GPU"),
                 "rlinf_gpus": node["rlinf_gpus"],
+                "machine_gpu_node": node["machine_gpu_node"],
                 "accelerator_type": node["accelerator_type"],
             }
         )

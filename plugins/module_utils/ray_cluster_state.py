@@ -120,6 +120,7 @@ def normalize_expected(expected: Sequence[Mapping]) -> list[dict]:
                 "rank": int(float(rank)),
                 "ip": ip,
                 "temp_dir": str(item.get("temp_dir") or "") or None,
+                "python": str(item.get("python") or "") or None,
                 "resources": resources,
                 "env": env,
             }
@@ -504,8 +505,18 @@ def evaluate(
         "node from the same Python and restart Ray.",
     ):
         add(_name_of(sentence), sentence)
+    # Each node's own planned interpreter when the plan says it (nodes may have venvs of their own, as
+    # RLinf's single-machine compute + control layout does: RLinf only warns), else all the same.
+    for exp, probe in probed_entries:
+        running = probe.get("python_executable")
+        if exp.get("python") and running and running != exp["python"]:
+            add(
+                exp["name"],
+                f"{_label(exp)}: the Ray worker interpreter is {running} but the plan starts Ray with "
+                f"{exp['python']} (rlinf_venv_dir); re-run site.yml so the unit starts Ray from it.",
+            )
     for sentence in _consistency_problems(
-        probed_entries,
+        [(exp, probe) for exp, probe in probed_entries if not exp.get("python")],
         "python_executable",
         "the Ray worker interpreter",
         "RLinf warns when interpreters differ: start Ray from the same venv path (rlinf_venv_dir) on every node.",

@@ -90,10 +90,22 @@ ROBOT_FIELDS = {
     },
     "Turtle2": {},
 }
-HARDWARE_CONFIG_KEYS = {hw: tuple(fields) for hw, fields in ROBOT_FIELDS.items()}
-# The ``count_fields`` each robot's enumerate() passes to RobotAutoConfig.resolve: on a node
+# Fields RLinf's robotics refactor adds (PR #1481, refs/pull/1481/head fb8f3c90a, not merged in
+# main a3816b5 nor in 0.3.0): rlinf/robotics/robots/franka.py FrankaConfig.camera_node_rank,
+# rlinf/robotics/robots/dual_franka.py DualFrankaConfig.disable_validate. The validator has no
+# notion of the nodes' RLinf version, so a config may use the keys of either.
+ROBOTICS_FIELDS = {
+    "Franka": {"camera_node_rank": "int"},
+    "DualFranka": {"disable_validate": "bool"},
+}
+ALL_ROBOT_FIELDS = {hw: {**fields, **ROBOTICS_FIELDS.get(hw, {})} for hw, fields in ROBOT_FIELDS.items()}
+HARDWARE_CONFIG_KEYS = {hw: tuple(fields) for hw, fields in ALL_ROBOT_FIELDS.items()}
+# The ``count_fields`` each robot's enumerate() passes to RobotAutoConfig.resolve (0.3.0 and
+# main a3816b5, rlinf/scheduler/hardware/robots/auto_config.py _create_from_env): on a node
 # without a YAML config of that type, RLinf creates one robot per comma-separated value of
-# these env vars (upper-cased). Turtle2 creates none from the environment.
+# these env vars (upper-cased). Turtle2 creates none from the environment. The robotics
+# refactor (PR #1481, rlinf/robotics/discovery/autoconfig.py _create_from_env) instead takes
+# the largest comma count of any scalar (not list) field's env var but node_rank and *_node_rank.
 ROBOT_COUNT_FIELDS = {
     "Franka": ("robot_ip",),
     "DualFranka": ("left_robot_ip", "right_robot_ip"),
@@ -599,6 +611,37 @@ def _env_count(raw) -> int:
     return len(str(raw).split(","))
 
 
+def _robotics_count_differs(hw_type, env, found) -> str | None:
+    """How the two sizing rules count robots created from env vars, when they disagree.
+
+    Identifiers that disagree among themselves are refused by both (the refactor takes the
+    largest count, then raises on the identifier with fewer values), so only a count of 0 or 1
+    by the identifiers can differ."""
+    if len(set(found.values())) > 1:
+        return None
+    old = next(iter(found.values()), 0)
+    scalars = {
+        field.upper(): _env_count(env[field.upper()])
+        for field, kind in ALL_ROBOT_FIELDS.get(hw_type, {}).items()
+        if kind != "list" and not field.endswith("_node_rank") and field.upper() in env
+    }
+    new = max(scalars.values(), default=0)
+    if new == old:
+        return None
+    largest = max(scalars, key=lambda var: scalars[var])
+    identifiers = " and ".join(f.upper() for f in ROBOT_COUNT_FIELDS.get(hw_type, ()))
+    if old == 0:
+        before = f"RLinf 0.3.0 (and main a3816b5) counts robots by {identifiers}, unset here, so it finds none"
+        after = f"its robotics refactor (PR #1481) creates {new} from {largest}={env[largest]!r}"
+    else:
+        before = f"RLinf 0.3.0 (and main a3816b5) creates {old} from {identifiers} and gives it {largest} whole"
+        after = (
+            f"its robotics refactor (PR #1481) counts {new} from {largest}={env[largest]!r} (the largest comma "
+            f"count of any scalar field) and raises because {identifiers} has {old} value(s)"
+        )
+    return f"{before}, {after}"
+
+
 def _robot_units(where, hw_type, ranks, yaml_units, nodes_by_rank, problems, warnings):
     """Robots RLinf finds on each node of a hardware group: YAML configs, else created from env vars.
 
@@ -624,6 +667,15 @@ def _robot_units(where, hw_type, ranks, yaml_units, nodes_by_rank, problems, war
                 per_node.append(0)
                 continue
             found = {var: _env_count(env[var]) for var in count_vars if var in env}
+            differ = _robotics_count_differs(hw_type, env, found) if node is not None else None
+            if differ:
+                warnings.append(
+                    f"{where}: rlinf_env_vars of rank {rank}{host} give a {hw_type} count that depends on the RLinf "
+                    f"version: {differ}; give every {hw_type} env var there one comma-separated value per robot "
+                    "so both agree. Its resource ranks are not checked."
+                )
+                per_node.append(None)
+                continue
             if len(set(found.values())) > 1:
                 counts = ", ".join(f"{var} has {c}" for var, c in found.items())
                 problems.append(
@@ -652,7 +704,7 @@ def _robot_units(where, hw_type, ranks, yaml_units, nodes_by_rank, problems, war
             n = next(iter(found.values()))
         per_node.append(n)
         # Every field env var RLinf reads on this node must hold one value per robot there.
-        for field, kind in ROBOT_FIELDS.get(hw_type, {}).items():
+        for field, kind in ALL_ROBOT_FIELDS.get(hw_type, {}).items():
             var = field.upper()
             if var not in env or field.endswith("_node_rank"):
                 continue
@@ -822,6 +874,9 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
     hw_seen: dict = {}
     # What RLinf counts (topology's rlinf_gpus), not what Ray's GPU resource holds.
     gpus_by_rank = {n["rank"]: n.get("rlinf_gpus", n.get("gpus")) for n in nodes} if nodes is not None else {}
+    shared = _shared_gpu_machines(nodes or [])
+    for rank, (_machine, _members, gpu_rank) in shared.items():
+        gpus_by_rank[rank] = gpus_by_rank.get(gpu_rank)  # NVML counts the machine's GPUs on each of them
     nodes_by_rank = {n["rank"]: n for n in nodes} if nodes is not None else {}
     if raw_groups is not None:
         if not isinstance(raw_groups, Sequence) or isinstance(raw_groups, str):
@@ -959,8 +1014,86 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
             problems,
             warnings,
             nodes is not None,
+            shared=shared,
+            hosts={n["rank"]: n["name"] for n in nodes or []},
         )
     return {"problems": problems, "warnings": warnings}
+
+
+def env_config_interpreters(cluster, num_nodes: int, source: str = "cluster") -> dict[int, list[tuple[str, str]]]:
+    """Node rank -> [(python_interpreter_path, where it is set)] of the config's env_configs.
+
+    RLinf asserts each exists on its node (rlinf/scheduler/cluster/node.py, the node info actor:
+    ``assert os.path.exists(path)`` for every path ClusterConfig.get_node_python_interpreter_path_by_rank
+    gives), so the plan asks each node for them at preflight. Malformed entries are left out:
+    check_cluster reports them.
+    """
+    out: dict[int, list[tuple[str, str]]] = {}
+    groups = cluster.get("node_groups") if isinstance(cluster, Mapping) else None
+    if not _is_list(groups):
+        return out
+    all_ranks = list(range(num_nodes))
+    for i, group in enumerate(groups):
+        if not isinstance(group, Mapping) or not _is_list(group.get("env_configs")):
+            continue
+        label = group.get("label")
+        try:
+            group_ranks = parse_rank_config(group.get("node_ranks"), all_ranks)
+        except (RankError, ValueError, TypeError):
+            continue
+        for j, env in enumerate(group["env_configs"]):
+            path = env.get("python_interpreter_path") if isinstance(env, Mapping) else None
+            if not isinstance(path, str) or not path.startswith("/"):
+                continue
+            try:
+                ranks = parse_rank_config(env.get("node_ranks"), group_ranks)
+            except (RankError, ValueError, TypeError):
+                continue
+            where = f"{source} node_groups[{i}]" + (f" '{label}'" if label is not None else "") + f" env_configs[{j}]"
+            for rank in ranks:
+                if rank in group_ranks and (path, where) not in out.get(rank, []):
+                    out.setdefault(rank, []).append((path, where))
+    return out
+
+
+def _shared_gpu_machines(nodes: Sequence[Mapping]) -> dict[int, tuple[str, list[int], int]]:
+    """Rank -> (machine, ranks of its Ray nodes, rank of the one holding its GPUs), for the Ray nodes
+    of a GPU machine that topology accepts (RLinf's compute + control layout)."""
+    by_name = {n["name"]: n for n in nodes}
+    out = {}
+    for node in nodes:
+        gpu_node = by_name.get(node.get("machine_gpu_node") or "")
+        if not node.get("machine_peers") or gpu_node is None:
+            continue
+        members = sorted([node["rank"], *(by_name[p]["rank"] for p in node["machine_peers"] if p in by_name)])
+        out[node["rank"]] = (node["machine"], members, gpu_node["rank"])
+    return out
+
+
+def _shared_machine_placement(rank_map, selected, shared, hosts) -> list[str]:
+    """A GPU placement whose workers land on several Ray nodes of one machine: RLinf counts the
+    machine's GPUs on each, so their workers would use the same GPUs."""
+    if not shared:
+        return []
+    owners: list[int | None] = []
+    for g in selected:
+        for node_rank, units in zip(g.node_ranks, g.units or [], strict=False):
+            owners.extend([node_rank if g.hw_type == ACCELERATOR else None] * (units or 0))
+    touched = {owners[r] for res in process_resources(rank_map).values() for r in res if r < len(owners)}
+    out = []
+    for machine, members, gpu_rank in {v[0]: v for v in shared.values()}.values():
+        on = sorted(r for r in touched if r in members)
+        if len(on) < 2:
+            continue
+        names = ", ".join(f"{hosts.get(r, r)} (rank {r})" for r in on)
+        gpu_host = hosts.get(gpu_rank, gpu_rank)
+        out.append(
+            f"puts GPU workers on {names}, Ray nodes of one machine ({machine}); RLinf counts the machine's GPUs "
+            "(NVML) on each of them, so their workers would run on the same GPUs: place GPU components on a node "
+            f"group that holds only {gpu_host} (node_groups: - label: gpu, node_ranks: {gpu_rank}; then "
+            "node_group: gpu here)"
+        )
+    return out
 
 
 def _check_profiling(profiling, source, nodes, problems, warnings):
@@ -1037,7 +1170,9 @@ def _accelerator_group(label, ranks, gpus_by_rank, have_nodes) -> _Group:
     return _Group(label, ranks, ACCELERATOR, None)  # unknown
 
 
-def _check_placements(placements, groups, ranks_known, source, problems, warnings, have_nodes=True):
+def _check_placements(
+    placements, groups, ranks_known, source, problems, warnings, have_nodes=True, shared=None, hosts=None
+):
     where0 = f"{source} component_placement"
     if not isinstance(placements, Mapping):
         problems.append(f"{where0}: must be a mapping of 'component[,component]: placement'.")
@@ -1140,7 +1275,8 @@ def _check_placements(placements, groups, ranks_known, source, problems, warning
             continue
         if count is None:
             continue
-        for reason in place(rank_map, selected):
+        reasons = place(rank_map, selected) or _shared_machine_placement(rank_map, selected, shared, hosts or {})
+        for reason in reasons:
             problems.append(f"{where}: placement '{text}' on node group '{label_text}': {reason}.")
 
 

@@ -606,6 +606,14 @@ def any_mapping(value):
 def env_name(value):
     if not isinstance(value, str) or not ENV_NAME.match(value):
         raise Bad("is not an environment variable name", "use letters, digits and '_', not starting with a digit")
+    if value == "RLINF_CODE_WORKING_DIR":
+        # RLinf's driver reads it (rlinf/scheduler/cluster/cluster.py ClusterEnvVar.CODE_WORKING_DIR);
+        # launch.yml sets it only with rlinf_code_sync=ray, to the head's checkout it syncs from.
+        raise Bad(
+            "makes RLinf's driver ship a checkout's rlinf/ to every node, and launch.yml sets it itself "
+            "from rlinf_code_sync",
+            "use rlinf_code_sync: ray (and rlinf_code_dest for the head's checkout) instead",
+        )
     return value
 
 

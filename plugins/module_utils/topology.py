@@ -21,8 +21,9 @@ Inventory contract read here (every name is documented in docs/validation.md):
 - Several hosts with the same ``ansible_host`` are several Ray nodes on one machine;
   they need distinct ``ray_port`` (default 6379), ``ray_temp_dir`` (default
   ``/tmp/ray``), ``rlinf_env_file`` and ``ray_node_unit_name`` (one systemd unit and one
-  env file, with its own rank, per Ray node), and no GPUs unless every one of them is
-  isolated.
+  env file, with its own rank, per Ray node), and GPUs on at most one of them (the others
+  declare ``rlinf_gpus_per_node: 0``: RLinf's compute + control layout) unless every one
+  of them is isolated.
 - ``ray_node_include_dashboard`` stays true on the head: RLinf reads Ray's state API.
 """
 
@@ -292,16 +293,31 @@ def _gpu_info(name, hostvars, problems, accelerator=DEFAULT_ACCELERATOR):
                 "set the number of GPUs this Ray node uses (0 for a CPU-only node)."
             )
             gpus = None
-    if devices is not None:
-        if gpus is None:
-            gpus = len(devices)
-        elif gpus != len(devices):
-            problems.append(
-                f"host '{name}': {GPUS_VAR}={gpus} but {CUDA_VAR} lists {len(devices)} GPU(s); "
-                "make them agree (or drop one of them): RLinf places workers on as many GPUs as it counts, "
-                f"whatever {CUDA_VAR} says."
-            )
+    if devices is not None and gpus is not None:
+        problems.extend(_device_count_problems(name, gpus, devices))
     return gpus, devices
+
+
+def _device_count_problems(name, gpus, devices) -> list[str]:
+    """``rlinf_gpus_per_node`` is the machine's (or container's) GPU count, what RLinf counts with
+    NVML; ``rlinf_cuda_visible_devices`` the GPUs of it Ray advertises. Only ids the count cannot
+    hold are inconsistent (GPU UUIDs cannot be checked here)."""
+    fix = (
+        f"set {GPUS_VAR} to the machine's GPU count (what nvidia-smi -L lists; RLinf counts them all) and "
+        f"{CUDA_VAR} to ids below it"
+    )
+    if len(devices) > gpus:
+        return [
+            f"host '{name}': {CUDA_VAR} lists {len(devices)} GPU(s) ({','.join(devices)}) but {GPUS_VAR}={gpus}, "
+            f"the machine's GPU count, is smaller; {fix}."
+        ]
+    outside = [d for d in devices if d.isdigit() and int(d) >= gpus]
+    if outside:
+        return [
+            f"host '{name}': {CUDA_VAR} names GPU id(s) {','.join(outside)}, which a machine with {GPUS_VAR}={gpus} "
+            f"GPU(s) (ids 0..{gpus - 1}) does not have; {fix}."
+        ]
+    return []
 
 
 def _ray_gpus_problems(name, hostvars, accelerator, problems):
@@ -325,15 +341,16 @@ def _ray_gpus_problems(name, hostvars, accelerator, problems):
     problems.append(f"host '{name}': {RAY_GPUS_VAR} makes Ray advertise GPUs, but this node has {what}; {fix}.")
 
 
-def _rlinf_gpus(node) -> int | None:
+def _rlinf_gpus(declared, devices, isolated) -> int | None:
     """The accelerators RLinf counts on this Ray node (placement checks), None when unknown.
 
-    RLinf counts every accelerator the machine (or the node's container) has; a
-    ``rlinf_cuda_visible_devices`` list alone only says what Ray's own GPU resource holds.
+    RLinf counts every accelerator the machine (or the node's container) has, which is what
+    ``rlinf_gpus_per_node`` says; a ``rlinf_cuda_visible_devices`` list alone only says what
+    Ray's own GPU resource holds, except in a container that sees only those GPUs.
     """
-    if node["gpu_isolated"] or node["cuda_visible_devices"] is None:
-        return node["gpus"]
-    return node["gpus"] if node["declared_gpus"] else None
+    if declared is not None:
+        return declared
+    return len(devices) if isolated and devices is not None else None
 
 
 def _port(name, hostvars, problems):
@@ -348,6 +365,10 @@ def _port(name, hostvars, problems):
         problems.append(f"host '{name}': {PORT_VAR}={raw!r} is not a TCP port; set a number in 1..65535.")
         return None
     return port
+
+
+def _hosts(names: Sequence[str]) -> str:
+    return f"host '{names[0]}'" if len(names) == 1 else f"hosts {', '.join(names)}"
 
 
 def _shared_machine_problems(nodes: list[dict]) -> list[str]:
@@ -379,8 +400,30 @@ def _shared_machine_problems(nodes: list[dict]) -> list[str]:
         if all(n["gpu_isolated"] for n in members):
             continue  # each Ray node in its own container: device ids are local to it
         plain = [n["name"] for n in members if not n["gpu_isolated"]]
-        with_gpus = [n for n in members if (n["gpus"] or 0) > 0 or n["cuda_visible_devices"]]
+        with_gpus = [
+            n for n in members if (n["gpus"] or 0) > 0 or (n["rlinf_gpus"] or 0) > 0 or n["cuda_visible_devices"]
+        ]
         unknown = [n["name"] for n in members if not n["gpu_isolated"] and n["gpus"] is None]
+        if len(with_gpus) == 1 and not with_gpus[0]["gpu_isolated"]:
+            gpu_node = with_gpus[0]
+            others = [n for n in members if n is not gpu_node]
+            if all(n["gpus_per_node"] == 0 and not n["cuda_visible_devices"] for n in others):
+                # RLinf's single-machine layout (compute + control): accepted; topology_warnings and the
+                # placement check (rlinf_config.check_cluster) keep GPU placements on the GPU node only.
+                for node in members:
+                    node["machine_peers"] = [n["name"] for n in members if n is not node]
+                    node["machine_gpu_node"] = gpu_node["name"]
+                continue
+            undeclared = [n["name"] for n in others if n["gpus_per_node"] is None]
+            if undeclared:
+                problems.append(
+                    f"{_hosts(undeclared)}: {'it shares' if len(undeclared) == 1 else 'they share'} machine {machine} "
+                    f"with {gpu_node['name']}, which has GPUs, but {'does' if len(undeclared) == 1 else 'do'} not set "
+                    f"{GPUS_VAR}; set {GPUS_VAR}: 0 on {', '.join(undeclared)} (one Ray node of "
+                    "a GPU machine holds its GPUs, as RLinf's compute + control single-machine layout does), or "
+                    f"isolate each Ray node in its own container ({ISOLATED_VAR}: true)."
+                )
+                continue
         if with_gpus:
             users = ", ".join(
                 f"{n['name']} ({n['gpus'] if n['gpus'] is not None else '?'} GPU(s)"
@@ -390,15 +433,16 @@ def _shared_machine_problems(nodes: list[dict]) -> list[str]:
             problems.append(
                 f"hosts {names}: they are Ray nodes of one machine ({machine}) and split its GPUs ({users}); "
                 f"{NVML_REASON}, so each Ray node here would count all of the machine's GPUs and their workers "
-                "would land on the same ones: run one Ray node per GPU machine, or run each Ray node in its "
+                "would land on the same ones: give the GPUs to one of them and set "
+                f"{GPUS_VAR}: 0 on the others (RLinf's compute + control layout), or run each Ray node in its "
                 f"own container that sees only its GPUs and set {ISOLATED_VAR}: true on {', '.join(plain)}."
             )
         elif unknown:
             problems.append(
                 f"hosts {', '.join(unknown)}: they share machine {machine} with other Ray nodes ({names}) but "
-                f"do not set {GPUS_VAR}; set {GPUS_VAR}: 0 on each (Ray nodes share a machine only without "
-                f"GPUs: RLinf would count every GPU of it on each of them), or isolate each in its own "
-                f"container ({ISOLATED_VAR}: true)."
+                f"do not set {GPUS_VAR}; set {GPUS_VAR}: 0 on each (or on all but the one Ray node that holds "
+                f"the machine's GPUs: RLinf would count every GPU of it on each of them), or isolate each in "
+                f"its own container ({ISOLATED_VAR}: true)."
             )
     return problems
 
@@ -432,6 +476,21 @@ def topology_warnings(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str
                 f"{count}. Set {GPUS_VAR} to the machine's GPU count, or run the node in a container that sees "
                 f"only these GPUs ({ISOLATED_VAR}: true)."
             )
+    seen: set[str] = set()
+    for node in nodes:
+        if not node["machine_peers"] or node["machine"] in seen:
+            continue
+        seen.add(node["machine"])
+        gpu_node = next(n for n in nodes if n["name"] == node["machine_gpu_node"])
+        members = [n for n in nodes if n["machine"] == node["machine"]]
+        others = ", ".join(f"{n['name']} (rank {n['rank']})" for n in members if n is not gpu_node)
+        warnings.append(
+            f"hosts {', '.join(n['name'] for n in members)}: they are Ray nodes of one machine ({node['machine']}) "
+            f"and only {gpu_node['name']} (rank {gpu_node['rank']}) has GPUs; RLinf's built-in node group "
+            f"'cluster' counts the machine's GPUs (NVML) on each of them, {others} included, so only GPU "
+            f"placements on a node group that holds {gpu_node['name']} alone are safe: add one (e.g. label gpu, "
+            f"node_ranks: {gpu_node['rank']}) and place every GPU component on it with node_group."
+        )
     return warnings
 
 
@@ -441,12 +500,15 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
     Keys: ``name``, ``rank``, ``role`` (head/worker), ``address`` (``ansible_host`` or the
     name), ``machine`` (same as address: hosts sharing it share a machine),
     ``node_groups`` (RLinf labels, inventory order), ``node_group`` (the labels joined by
-    commas, "" when none), ``gpus`` (int or None when unknown), ``cuda_visible_devices``
+    commas, "" when none), ``gpus`` (Ray's view: the device list's length, else
+    ``rlinf_gpus_per_node``; None when unknown), ``cuda_visible_devices``
     (list of ids or None), ``ray_port``, ``temp_dir``, ``env_file``, ``unit_name``,
     ``explicit_rank``; and ``rlinf_gpus`` (the accelerators RLinf counts on the node, what
     placement checks use: None when only ``rlinf_cuda_visible_devices`` is known, because
     RLinf counts every GPU of the machine), ``declared_gpus`` (``rlinf_gpus_per_node`` is
-    set), ``gpu_isolated``, ``accelerator_type`` (RLinf's AcceleratorType),
+    set), ``gpus_per_node`` (its value or None), ``machine_peers`` and ``machine_gpu_node``
+    (in the compute + control layout: the other Ray nodes of the machine, and the one that
+    holds its GPUs; [] and None otherwise), ``gpu_isolated``, ``accelerator_type`` (RLinf's AcceleratorType),
     ``ray_accelerator_resource`` (the Ray resource those accelerators show as, "GPU", "NPU"
     or None), ``inventory_groups`` (every inventory group holding the host, but ``all`` and
     ``ungrouped``) and ``env_vars`` (the host's ``rlinf_env_vars``, {} when unset).
@@ -508,7 +570,8 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
             if label not in labels:
                 labels.append(label)
         accelerator = _accelerator(name, hostvars, problems)
-        gpus, devices = _gpu_info(name, hostvars, problems, accelerator)
+        declared_gpus, devices = _gpu_info(name, hostvars, problems, accelerator)
+        isolated = _bool_var(name, hostvars, ISOLATED_VAR, False, problems)
         _ray_gpus_problems(name, hostvars, accelerator, problems)
         address = str(_get(hostvars, name, "ansible_host", problems, name))
         env_vars = _get(hostvars, name, ENV_VARS_VAR, problems, {})
@@ -530,7 +593,8 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
             "machine": address,
             "node_groups": labels,
             "node_group": ",".join(labels),
-            "gpus": gpus,
+            # Ray's view: the device list when there is one, else the machine's count.
+            "gpus": len(devices) if devices is not None else declared_gpus,
             "cuda_visible_devices": devices,
             "ray_port": _port(name, hostvars, problems),
             # An empty value means the default, as in the roles.
@@ -538,16 +602,19 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
             "env_file": str(_get(hostvars, name, ENV_FILE_VAR, problems, "") or DEFAULT_ENV_FILE),
             "unit_name": str(_get(hostvars, name, UNIT_VAR, problems, "") or DEFAULT_UNIT),
             "explicit_rank": explicit is not None,
-            "declared_gpus": _get(hostvars, name, GPUS_VAR, problems) not in (None, ""),
-            "gpu_isolated": _bool_var(name, hostvars, ISOLATED_VAR, False, problems),
+            "declared_gpus": declared_gpus is not None,
+            "gpus_per_node": declared_gpus,
+            "gpu_isolated": isolated,
             "accelerator_type": accelerator,
             "ray_accelerator_resource": ACCELERATOR_TYPES[accelerator][1],
             "inventory_groups": [
                 g for g, members in groups.items() if g not in _SPECIAL_GROUPS and name in (members or [])
             ],
             "env_vars": env_vars,
+            "rlinf_gpus": _rlinf_gpus(declared_gpus, devices, isolated),
+            "machine_peers": [],
+            "machine_gpu_node": None,
         }
-        node["rlinf_gpus"] = _rlinf_gpus(node)
         nodes.append(node)
 
     if nodes and nodes[0]["rank"] != 0:

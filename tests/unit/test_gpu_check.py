@@ -176,3 +176,38 @@ def test_without_node_groups_the_whole_cluster_is_one_group():
 def test_cpu_nodes_of_a_gpu_group_do_not_count_as_another_driver():
     nodes = [node("h0", 0, facts(0)), node("w1", 1, facts(8), ray_gpus=8), node("w2", 2, facts(8), ray_gpus=8)]
     assert gpu_problems(nodes, [plan(n, groups=["train"]) for n in ("h0", "w1", "w2")]) == []
+
+
+def _compute_control(control_ray_gpus=8, compute_nvml=8):
+    # RLinf's single-machine layout: both Ray nodes see the machine's 8 GPUs (NVML, and Ray's
+    # autodetection); only the compute node declares them, and the plan says it holds them.
+    uuids = [f"GPU-{i}" for i in range(8)]
+    nodes = [
+        node("compute0", 0, facts(8, nvml_count=compute_nvml, uuids=uuids), ray_gpus=8),
+        node("control1", 1, facts(8, uuids=uuids), ray_gpus=control_ray_gpus),
+    ]
+    plans = [
+        {**plan("compute0", machine="box", rlinf_gpus=8), "machine_gpu_node": "compute0"},
+        {**plan("control1", machine="box", rlinf_gpus=0), "machine_gpu_node": "compute0"},
+    ]
+    return nodes, plans
+
+
+def test_compute_and_control_on_one_gpu_machine_pass():
+    assert gpu_problems(*_compute_control()) == []
+    # Ray told to advertise no GPU on the control node is fine too.
+    assert gpu_problems(*_compute_control(control_ray_gpus=0)) == []
+
+
+def test_compute_and_control_still_check_the_compute_nodes_count():
+    found = gpu_problems(*_compute_control(compute_nvml=4))
+    assert any(names == ["compute0"] and "rlinf_gpus_per_node=8 but NVML sees 4" in s for names, s in found), found
+    assert all(names == ["compute0"] for names, _ in found)
+
+
+def test_the_same_layout_without_the_plans_gpu_node_is_still_named():
+    nodes, plans = _compute_control()
+    plans = [{k: v for k, v in p.items() if k != "machine_gpu_node"} for p in plans]
+    found = gpu_problems(nodes, plans)
+    shared = [s for names, s in found if names == ["compute0", "control1"]]
+    assert len(shared) == 1 and "rlinf_gpus_per_node: <the machine's count> on it and 0 on the others" in shared[0]

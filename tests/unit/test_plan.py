@@ -333,8 +333,102 @@ def test_gpu_nodes_tell_the_check_what_the_inventory_says_of_each_nodes_gpus():
         "gpu_isolated": False,
         "ray_num_gpus": None,
         "rlinf_gpus": 0,
+        "machine_gpu_node": None,
         "accelerator_type": "NV_GPU",
     }
     w1 = gpu["w1"]
     assert (w1["cuda_visible_devices"], w1["gpu_isolated"], w1["rlinf_gpus"]) == (["0", "1"], True, 2)
     assert (gpu["w2"]["ray_num_gpus"], gpu["w2"]["rlinf_gpus"], gpu["w2"]["node_groups"]) == (4, None, ["train"])
+
+
+def test_compute_and_control_on_one_gpu_host_plan_and_pass_the_gpu_check():
+    # RLinf's single-machine guide: compute head and control node on one host, own venv and temp dir.
+    from ansible_collections.rlinf.cluster.plugins.module_utils.gpu_check import gpu_problems
+
+    hv = hostvars(
+        h={"rlinf_gpus_per_node": 8, "ray_temp_dir": "/tmp/rlinf_compute", "rlinf_venv_dir": "/opt/rlinf/compute-venv"},
+        w1={
+            "ansible_host": "10.0.0.1",
+            "rlinf_gpus_per_node": 0,
+            "ray_temp_dir": "/tmp/rlinf_control",
+            "ray_port": 6380,
+            "rlinf_env_file": "/etc/rlinf/control.env",
+            "ray_node_unit_name": "rlinf-ray-control",
+            "rlinf_venv_dir": "/opt/rlinf/control-venv",
+            "rlinf_env_profile_script": "/etc/profile.d/rlinf-control.sh",
+        },
+    )
+    plan = resolved(hv, probes(w1=probe("10.0.0.1")))
+    assert [(n["name"], n["installs_venv"]) for n in (plan["nodes"]["h"], plan["nodes"]["w1"])] == [
+        ("h", True),
+        ("w1", True),
+    ]
+    gpu_plans = plan["gpu_nodes"]
+    assert [g["machine_gpu_node"] for g in gpu_plans] == ["h", "h", None]
+    uuids = [f"GPU-{i}" for i in range(8)]
+    seen = {"count": 8, "nvml_count": 8, "driver_version": "535.129.03", "uuids": uuids}
+    nodes = [
+        {
+            "name": name,
+            "rank": rank,
+            "state": "ALIVE",
+            "resources": {"CPU": 8.0, "GPU": 8.0},
+            "manifest": {"gpus": seen},
+        }
+        for rank, name in enumerate(["h", "w1"])
+    ]
+    assert gpu_problems(nodes, gpu_plans) == []
+
+
+@pytest.mark.parametrize(("var", "host", "run"), [("rlinf_env_vars", "w1", None), ("rlinf_launch_env", "h", "launch")])
+def test_rlinf_code_working_dir_by_hand_is_refused_with_code_sync_as_the_fix(var, host, run):
+    hv = hostvars(**{host: {var: {"RLINF_CODE_WORKING_DIR": "/srv/RLinf"}, "rlinf_entry": "python train.py"}})
+    found = problems_of(lambda: P.static_plan(GROUPS, hv, {"purpose": run} if run else None))
+    [problem] = [s for s in found if "RLINF_CODE_WORKING_DIR" in s]
+    assert host in problem and var in problem
+    assert "use rlinf_code_sync: ray" in problem
+
+
+def _interpreter_cluster(path):
+    return {
+        "num_nodes": 3,
+        "component_placement": {"actor": {"node_group": "train", "placement": "0-1"}},
+        "node_groups": [
+            {
+                "label": "train",
+                "node_ranks": "1-2",
+                "env_configs": [{"node_ranks": "1-2", "python_interpreter_path": path}],
+            }
+        ],
+    }
+
+
+def test_env_configs_interpreters_are_read_on_each_node_of_the_group():
+    hv = hostvars(h={"rlinf_cluster": _interpreter_cluster("/opt/openpi/bin/python3")})
+    plan = P.static_plan(GROUPS, hv)
+    assert "env_config_python_0" not in plan["nodes"]["h"]["paths"]
+    for name in ("w1", "w2"):
+        assert plan["nodes"][name]["paths"]["env_config_python_0"] == "/opt/openpi/bin/python3"
+        assert plan["nodes"][name]["env_config_pythons"] == {
+            "env_config_python_0": "rlinf_cluster node_groups[0] 'train' env_configs[0]"
+        }
+
+
+def test_an_env_configs_interpreter_missing_on_a_node_is_refused_naming_host_path_and_fix():
+    hv = hostvars(h={"rlinf_cluster": _interpreter_cluster("/opt/openpi/bin/python3")})
+    there = {"path": "/opt/openpi/bin/python3", "exists": True, "kind": "file", "ours": False}
+    found = probes(w1=probe("10.0.0.2", paths={"env_config_python_0": there}))
+    with pytest.raises(PlanError) as err:
+        P.resolve(P.static_plan(GROUPS, hv), found, "site")
+    [problem] = [p for p in err.value.problems if "python_interpreter_path" in p.text]
+    assert problem.host == "w2"
+    assert problem.text.startswith(
+        "rlinf_cluster node_groups[0] 'train' env_configs[0]: python_interpreter_path /opt/openpi/bin/python3 does not "
+        "exist on this node (rank 2)"
+    )
+    assert "install that Python here, or point python_interpreter_path at one that exists" in problem.text
+
+
+def test_an_env_configs_interpreter_in_the_nodes_own_venv_is_installed_by_the_run():
+    hv = hostvars(h={"rlinf_cluster": _interpreter_cluster("/opt/rlinf/venv/bin/python")})
+    assert resolved(hv)["nodes"]["w1"]["paths"]["env_config_python_0"] == "/opt/rlinf/venv/bin/python"

@@ -476,3 +476,24 @@ def test_a_rank_0_without_cpus_is_named_as_the_node_rlinf_would_wait_on():
 def test_a_worker_without_cpus_is_not_a_problem_of_the_status_check():
     nodes, probes = healthy({"n2": {"CPU": 0.0}})
     assert not [p for p in run(expected(), nodes, probes)["problems"] if "CPU" in p]
+
+
+def _with_python(entries, pythons):
+    return [{**e, "python": pythons.get(e["name"])} for e in entries]
+
+
+def test_nodes_with_venvs_of_their_own_pass_when_each_runs_its_plans_interpreter():
+    # RLinf's compute + control layout: each Ray node its own venv (RLinf only warns).
+    nodes, probes = healthy()
+    probes["n1"] = probe(1, exe="/opt/rlinf/control-venv/bin/python")
+    pythons = {"head": EXE, "w1": "/opt/rlinf/control-venv/bin/python", "w2": EXE}
+    assert run(_with_python(expected(), pythons), nodes, probes)["ok"]
+
+
+def test_a_node_not_running_its_plans_interpreter_is_named_with_the_fix():
+    nodes, probes = healthy()
+    probes["n2"] = probe(2, exe="/usr/bin/python3")
+    (problem,) = run(_with_python(expected(), {"head": EXE, "w1": EXE, "w2": EXE}), nodes, probes)["problems"]
+    assert problem.startswith("host 'w2' (rank 2")
+    assert f"the Ray worker interpreter is /usr/bin/python3 but the plan starts Ray with {EXE}" in problem
+    assert "re-run site.yml" in problem

@@ -14,6 +14,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import 
     check_cluster,
     cluster_block,
     cluster_block_yaml,
+    env_config_interpreters,
     load_config_file,
     load_config_text,
     parse_placement,
@@ -380,3 +381,154 @@ def test_ascend_npus_are_the_accelerators_of_their_nodes():
 def test_config_alone_does_not_ask_for_inventory_variables():
     report = check_cluster({"num_nodes": 2, "component_placement": {"actor": "0-15"}})
     assert report == {"problems": [], "warnings": []}
+
+
+# RLinf's single-machine guide (PR #1457): compute head (rank 0, 8 GPUs) and control node
+# (rank 1, rlinf_gpus_per_node: 0) on one host; the guide's config places GPU components on a
+# group holding only rank 0 and the Franka env on the control node.
+def _compute_control_nodes():
+    hostvars = {
+        "compute": {"ansible_host": "gpu-box", "rlinf_gpus_per_node": 8, "ray_temp_dir": "/tmp/rlinf_compute"},
+        "control": {
+            "ansible_host": "gpu-box",
+            "rlinf_gpus_per_node": 0,
+            "ray_temp_dir": "/tmp/rlinf_control",
+            "ray_port": 6380,
+            "rlinf_env_file": "/etc/rlinf/control.env",
+            "ray_node_unit_name": "rlinf-ray-control",
+        },
+    }
+    return cluster_nodes({"ray_head": ["compute"], "ray_workers": ["control"]}, hostvars)
+
+
+def _compute_control_cluster(placement):
+    return {
+        "num_nodes": 2,
+        "component_placement": placement,
+        "node_groups": [
+            {"label": "gpu", "node_ranks": "0"},
+            {
+                "label": "franka",
+                "node_ranks": "1",
+                "hardware": {"type": "Franka", "configs": [{"node_rank": 1, "robot_ip": "10.0.0.2"}]},
+            },
+        ],
+    }
+
+
+def test_guide_placement_on_the_compute_group_is_accepted():
+    placement = {
+        "actor": {"node_group": "gpu", "placement": "0"},
+        "env": {"node_group": "franka", "placement": "0"},
+        "rollout": {"node_group": "gpu", "placement": "0:0-1"},
+    }
+    assert check_cluster(_compute_control_cluster(placement), _compute_control_nodes())["problems"] == []
+
+
+def test_gpu_placement_on_the_cluster_group_over_both_nodes_is_refused_naming_hosts_component_and_fix():
+    placement = {"actor,rollout": "all", "env": {"node_group": "franka", "placement": "0"}}
+    problems = check_cluster(_compute_control_cluster(placement), _compute_control_nodes())["problems"]
+    assert len(problems) == 1
+    assert problems[0].startswith(
+        "cluster component_placement 'actor,rollout': placement 'all' on node group 'cluster'"
+    )
+    assert "puts GPU workers on compute (rank 0), control (rank 1), Ray nodes of one machine (gpu-box)" in problems[0]
+    assert (
+        "place GPU components on a node group that holds only compute (node_groups: - label: gpu, node_ranks: 0"
+        in problems[0]
+    )
+
+
+def test_gpu_placement_on_the_cluster_group_touching_only_the_compute_node_is_accepted():
+    # RLinf numbers the cluster group's GPUs node by node: 0-7 are rank 0's, 8-15 the control node's.
+    placement = {"actor": "0-7", "env": {"node_group": "franka", "placement": "0"}}
+    assert check_cluster(_compute_control_cluster(placement), _compute_control_nodes())["problems"] == []
+    spill = {"actor": "4-11", "env": {"node_group": "franka", "placement": "0"}}
+    problems = check_cluster(_compute_control_cluster(spill), _compute_control_nodes())["problems"]
+    assert [p.split(":")[0] for p in problems] == ["cluster component_placement 'actor'"]
+    assert "compute (rank 0), control (rank 1)" in problems[0]
+
+
+def test_a_node_group_over_both_nodes_of_the_machine_is_refused_for_gpus():
+    cluster = _compute_control_cluster({"actor": {"node_group": "both", "placement": "all"}})
+    cluster["node_groups"].append({"label": "both", "node_ranks": "0-1"})
+    problems = check_cluster(cluster, _compute_control_nodes())["problems"]
+    assert any(
+        p.startswith("cluster component_placement 'actor': placement 'all' on node group 'both'")
+        and "Ray nodes of one machine (gpu-box)" in p
+        for p in problems
+    ), problems
+
+
+def _one_robot_cluster(hw_type, configs, placement="0"):
+    return {
+        "num_nodes": 1,
+        "component_placement": {"env": {"node_group": "arms", "placement": placement}},
+        "node_groups": [{"label": "arms", "node_ranks": "0", "hardware": {"type": hw_type, "configs": configs}}],
+    }
+
+
+def test_robotics_refactor_keys_are_accepted_and_a_misspelt_one_is_not():
+    # FrankaConfig.camera_node_rank and DualFrankaConfig.disable_validate: RLinf PR #1481 (rlinf/robotics).
+    franka = [{"node_rank": 0, "robot_ip": "10.0.0.2", "camera_node_rank": 0}]
+    dual = [{"node_rank": 0, "left_robot_ip": "10.0.0.2", "right_robot_ip": "10.0.0.3", "disable_validate": True}]
+    assert check_cluster(_one_robot_cluster("Franka", franka))["problems"] == []
+    assert check_cluster(_one_robot_cluster("DualFranka", dual))["problems"] == []
+    typo = [{"node_rank": 0, "robot_ip": "10.0.0.2", "camera_node_rnk": 0}]
+    [problem] = check_cluster(_one_robot_cluster("Franka", typo))["problems"]
+    assert "unknown key 'camera_node_rnk' (did you mean 'camera_node_rank'?) for a Franka" in problem
+
+
+def _env_robots(env, placement="0"):
+    nodes = cluster_nodes({"ray_head": ["arm-pc"]}, {"arm-pc": {"rlinf_env_vars": env}})
+    return check_cluster(_one_robot_cluster("Franka", [], placement), nodes)
+
+
+def test_robots_from_env_without_the_identifier_depend_on_the_rlinf_version():
+    # 0.3.0/main: ROBOT_IP unset -> no robot; PR #1481: the largest scalar count (GRIPPER_TYPE) -> one.
+    report = _env_robots({"GRIPPER_TYPE": "robotiq"}, placement="0-3")
+    assert report["problems"] == []
+    [warning] = [w for w in report["warnings"] if "depends on the RLinf version" in w]
+    assert "rlinf_env_vars of rank 0 (host arm-pc) give a Franka count that depends on the RLinf version" in warning
+    assert "counts robots by ROBOT_IP, unset here, so it finds none" in warning
+    assert "robotics refactor (PR #1481) creates 1 from GRIPPER_TYPE='robotiq'" in warning
+
+
+def test_a_scalar_env_var_with_more_values_than_robots_depends_on_the_rlinf_version():
+    report = _env_robots({"ROBOT_IP": "10.0.0.2", "GRIPPER_CONNECTION": "/dev/ttyUSB0,/dev/ttyUSB1"})
+    [warning] = [w for w in report["warnings"] if "depends on the RLinf version" in w]
+    assert "creates 1 from ROBOT_IP and gives it GRIPPER_CONNECTION whole" in warning
+    assert "raises because ROBOT_IP has 1 value(s)" in warning
+
+
+def test_list_env_vars_do_not_size_robots_in_either_version():
+    report = _env_robots({"ROBOT_IP": "10.0.0.2", "CAMERA_SERIALS": "a,b,c"}, placement="0")
+    assert report == {"problems": [], "warnings": []}
+    assert _env_robots({"ROBOT_IP": "10.0.0.2", "CAMERA_SERIALS": "a,b,c"}, placement="0-1")["problems"]
+
+
+def test_env_config_interpreters_per_rank_leave_malformed_entries_to_check_cluster():
+    cluster = {
+        "node_groups": [
+            {
+                "label": "a",
+                "node_ranks": "0-1",
+                "env_configs": [{"node_ranks": "1", "python_interpreter_path": "/p/a"}],
+            },
+            {
+                "label": "b",
+                "node_ranks": "all",
+                "env_configs": [{"node_ranks": "0-2", "python_interpreter_path": "/p/b"}],
+            },
+            {"label": "c", "node_ranks": "x", "env_configs": [{"node_ranks": "0", "python_interpreter_path": "/p/c"}]},
+            {"label": "d", "node_ranks": "0", "env_configs": [{"node_ranks": "0", "python_interpreter_path": "rel"}]},
+        ]
+    }
+    assert env_config_interpreters(cluster, 3, "x.yaml cluster") == {
+        0: [("/p/b", "x.yaml cluster node_groups[1] 'b' env_configs[0]")],
+        1: [
+            ("/p/a", "x.yaml cluster node_groups[0] 'a' env_configs[0]"),
+            ("/p/b", "x.yaml cluster node_groups[1] 'b' env_configs[0]"),
+        ],
+        2: [("/p/b", "x.yaml cluster node_groups[1] 'b' env_configs[0]")],
+    }

@@ -276,3 +276,81 @@ def test_undefined_template_values_name_host_and_variable():
         "host 'h': ansible_host cannot be evaluated ('nope' is undefined); fix its value in the inventory." in problems
     )
     assert any(p.startswith("host 'h': rlinf_gpus_per_node cannot be evaluated") for p in problems)
+
+
+# RLinf's single-machine guide (PR #1457, ray_utils/realworld/setup_compute_node.sh and
+# setup_franka_node.sh): a compute head and a control node on one GPU host, each with its own
+# venv and --temp-dir.
+COMPUTE_CONTROL = {
+    "compute": {
+        "ansible_host": "10.0.0.9",
+        "rlinf_gpus_per_node": 8,
+        "rlinf_venv_dir": "/opt/rlinf/compute-venv",
+        "ray_temp_dir": "/tmp/rlinf_compute",
+        "rlinf_node_group": "gpu",
+    },
+    "control": {
+        "ansible_host": "10.0.0.9",
+        "rlinf_gpus_per_node": 0,
+        "rlinf_venv_dir": "/opt/rlinf/control-venv",
+        "ray_temp_dir": "/tmp/rlinf_control",
+        "ray_port": 6380,
+        "rlinf_env_file": "/etc/rlinf/control.env",
+        "ray_node_unit_name": "rlinf-ray-control",
+        "rlinf_node_group": "franka",
+    },
+}
+COMPUTE_CONTROL_GROUPS = {"ray_head": ["compute"], "ray_workers": ["control"]}
+
+
+def test_compute_and_control_on_one_gpu_machine_are_accepted_with_the_cluster_group_warning():
+    nodes = cluster_nodes(COMPUTE_CONTROL_GROUPS, COMPUTE_CONTROL)
+    assert [(n["name"], n["rlinf_gpus"], n["machine_gpu_node"], n["machine_peers"]) for n in nodes] == [
+        ("compute", 8, "compute", ["control"]),
+        ("control", 0, "compute", ["compute"]),
+    ]
+    warnings = topology_warnings(COMPUTE_CONTROL_GROUPS, COMPUTE_CONTROL)
+    assert len(warnings) == 1
+    assert warnings[0].startswith(
+        "hosts compute, control: they are Ray nodes of one machine (10.0.0.9) and only compute (rank 0) has GPUs"
+    )
+    assert "'cluster' counts the machine's GPUs (NVML) on each of them, control (rank 1) included" in warnings[0]
+    assert "node_ranks: 0) and place every GPU component on it with node_group" in warnings[0]
+
+
+def test_compute_and_control_still_need_their_own_temp_dir_port_unit_and_env_file():
+    keys = ("ray_temp_dir", "ray_port", "rlinf_env_file", "ray_node_unit_name")
+    same = {name: {k: v for k, v in hv.items() if k not in keys} for name, hv in COMPUTE_CONTROL.items()}
+    problems = topology_problems(COMPUTE_CONTROL_GROUPS, same)
+    for var in ("ray_temp_dir", "ray_port", "rlinf_env_file", "ray_node_unit_name"):
+        assert any(
+            p.startswith("hosts compute, control: they run Ray nodes on the same machine") and f"same {var}=" in p
+            for p in problems
+        ), var
+    assert all("split its GPUs" not in p for p in problems)
+
+
+def test_compute_and_control_may_share_a_venv():
+    # RLinf's guide gives each its own venv; one venv serves two Ray nodes too (the plan installs it once).
+    shared = {name: {**hv, "rlinf_venv_dir": "/opt/rlinf/venv"} for name, hv in COMPUTE_CONTROL.items()}
+    assert topology_problems(COMPUTE_CONTROL_GROUPS, shared) == []
+
+
+def test_control_node_with_a_device_list_is_still_a_split():
+    split = {**COMPUTE_CONTROL, "control": {**COMPUTE_CONTROL["control"], "rlinf_cuda_visible_devices": "7"}}
+    problems = topology_problems(COMPUTE_CONTROL_GROUPS, split)
+    assert len(problems) == 2  # id 7 on a 0-GPU count, and the split
+    assert any("split its GPUs" in p and "set rlinf_gpus_per_node: 0 on the others" in p for p in problems)
+
+
+def test_the_device_list_warning_and_the_gpu_count_rule_agree():
+    # Doing what the warning says (gpus_per_node = the machine's count) is accepted.
+    groups = {"ray_head": ["h"]}
+    hostvars = {"h": {"rlinf_gpus_per_node": 8, "rlinf_cuda_visible_devices": "2,3"}}
+    assert topology_problems(groups, hostvars) == []
+    warning = topology_warnings(groups, hostvars)[0]
+    assert "RLinf counts 8 GPU(s) here (rlinf_gpus_per_node)" in warning
+    assert "Set rlinf_gpus_per_node to the machine's GPU count" in warning
+    node = cluster_nodes(groups, hostvars)[0]
+    assert (node["gpus"], node["rlinf_gpus"], node["gpus_per_node"]) == (2, 8, 8)
+    assert topology_problems(groups, {"h": {"rlinf_gpus_per_node": 8, "rlinf_cuda_visible_devices": "GPU-1f2e"}}) == []
