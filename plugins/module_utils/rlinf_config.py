@@ -1016,8 +1016,16 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
             nodes is not None,
             shared=shared,
             hosts={n["rank"]: n["name"] for n in nodes or []},
+            cpus={n["rank"]: _cpu_count(n.get("num_cpus")) for n in nodes or []},
         )
     return {"problems": problems, "warnings": warnings}
+
+
+def _cpu_count(value) -> float | None:
+    try:
+        return None if value is None or isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        return None  # the schema refuses it, naming the variable
 
 
 def env_config_interpreters(cluster, num_nodes: int, source: str = "cluster") -> dict[int, list[tuple[str, str]]]:
@@ -1170,8 +1178,35 @@ def _accelerator_group(label, ranks, gpus_by_rank, have_nodes) -> _Group:
     return _Group(label, ranks, ACCELERATOR, None)  # unknown
 
 
+def placed_node_ranks(rank_map, groups: Sequence[_Group]) -> set[int]:
+    """The node ranks a placement that ``place`` accepted puts processes on."""
+    proc_map = process_resources(rank_map)
+    if any(g.hw_type is None for g in groups):
+        flat = [rank for g in groups for rank in g.node_ranks]
+        return {flat[res[0]] for res in proc_map.values() if res and res[0] < len(flat)}
+    owners = [
+        rank
+        for g in groups
+        for rank, units in zip(g.node_ranks, g.units or [], strict=False)
+        for _ in range(units or 0)
+    ]
+    return {owners[r] for res in proc_map.values() for r in res if r < len(owners)}
+
+
+def _cpu_starved_placement(rank_map, selected, cpus, hosts) -> list[str]:
+    """Every RLinf worker is an actor pinned to its node (hard affinity); Ray schedules an actor only
+    where 1 CPU is (then runs it on none), so a node with fewer than 1 takes none of them."""
+    starved = sorted(r for r in placed_node_ranks(rank_map, selected) if cpus.get(r) is not None and cpus[r] < 1)
+    return [
+        f"puts workers on {hosts.get(r, r)} (rank {r}), whose ray_num_cpus is {cpus[r]:g}; every RLinf worker "
+        "asks Ray for 1 CPU on its node, so RLinf would wait forever to place it: leave ray_num_cpus unset there "
+        "or set it to 1 or more"
+        for r in starved
+    ]
+
+
 def _check_placements(
-    placements, groups, ranks_known, source, problems, warnings, have_nodes=True, shared=None, hosts=None
+    placements, groups, ranks_known, source, problems, warnings, have_nodes=True, shared=None, hosts=None, cpus=None
 ):
     where0 = f"{source} component_placement"
     if not isinstance(placements, Mapping):
@@ -1275,7 +1310,11 @@ def _check_placements(
             continue
         if count is None:
             continue
-        reasons = place(rank_map, selected) or _shared_machine_placement(rank_map, selected, shared, hosts or {})
+        reasons = (
+            place(rank_map, selected)
+            or _shared_machine_placement(rank_map, selected, shared, hosts or {})
+            or _cpu_starved_placement(rank_map, selected, cpus or {}, hosts or {})
+        )
         for reason in reasons:
             problems.append(f"{where}: placement '{text}' on node group '{label_text}': {reason}.")
 

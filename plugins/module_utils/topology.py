@@ -614,6 +614,9 @@ def cluster_nodes(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Ma
             "rlinf_gpus": _rlinf_gpus(declared_gpus, devices, isolated),
             "machine_peers": [],
             "machine_gpu_node": None,
+            # ray_num_cpus as set (None: Ray counts the machine's); the config check refuses a placement
+            # on a node with fewer than RLinf's 1 CPU per actor (the plan checks the value's shape).
+            "num_cpus": hostvars.get(name, {}).get("ray_num_cpus"),
         }
         nodes.append(node)
 

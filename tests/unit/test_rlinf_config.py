@@ -532,3 +532,36 @@ def test_env_config_interpreters_per_rank_leave_malformed_entries_to_check_clust
         ],
         2: [("/p/b", "x.yaml cluster node_groups[1] 'b' env_configs[0]")],
     }
+
+
+# RLinf's CPUs (issue 24): Ray schedules an actor only where 1 CPU is -------------------------
+
+
+def nodes_with_cpus(cpus_by_name: dict):
+    names = ["head", "w1", "w2"]
+    hostvars = {n: {"rlinf_gpus_per_node": 0} for n in names}
+    for name, cpus in cpus_by_name.items():
+        hostvars[name]["ray_num_cpus"] = cpus
+    hostvars["w2"]["rlinf_node_group"] = ["robots"]
+    return cluster_nodes({"ray_head": names[:1], "ray_workers": names[1:]}, hostvars)
+
+
+@pytest.mark.parametrize(
+    ("placement", "starved"),
+    [
+        ({"env": {"node_group": "node", "placement": "0-2"}}, ["w2 (rank 2)"]),
+        ({"env": {"node_group": "robots", "placement": "0"}}, ["w2 (rank 2)"]),
+        ({"env": {"node_group": "node", "placement": "0-1"}}, []),
+    ],
+)
+def test_a_placement_on_a_node_without_cpus_is_refused_and_one_elsewhere_is_not(placement, starved):
+    cluster = {
+        "num_nodes": 3,
+        "node_groups": [{"label": "robots", "node_ranks": "2"}],
+        "component_placement": placement,
+    }
+    found = check_cluster(cluster, nodes_with_cpus({"w2": 0}))["problems"]
+    hits = [p for p in found if "whose ray_num_cpus is 0" in p]
+    assert len(hits) == len(starved), found
+    for host, problem in zip(starved, hits, strict=True):
+        assert f"puts workers on {host}, whose ray_num_cpus is 0; every RLinf worker asks Ray for 1 CPU" in problem
