@@ -637,12 +637,33 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         "cluster": cluster,
         "run": {k: v for k, v in run.items() if k not in schema.SECRETS},
         "nodes": nodes,
-        "warnings": topology_warnings(groups, hostvars) + config_report.get("warnings", []),
+        "warnings": topology_warnings(groups, hostvars)
+        + config_report.get("warnings", [])
+        + _job_dir_warnings(order, nodes, cluster["code_sync"]),
         "config_cluster": config_report.get("cluster"),
     }
     if removal is not None:
         plan["removal"] = removal
     return plan
+
+
+def _job_dir_warnings(order: Sequence[str], nodes: Mapping[str, Mapping], code_sync: str) -> list[str]:
+    """RLinf's scripts log and checkpoint under <checkout>/logs on every node. Only rsync puts a
+    checkout (with a logs dir for whoever runs Ray) on every node; elsewhere a job creates it, which
+    a ray_node_user cannot do outside the paths it owns."""
+    if code_sync == "rsync":
+        return []
+    out = []
+    for name in order:
+        node = nodes[name]
+        logs = node["service"]["job_dirs"][:1] if node["code_dest"] else []
+        if node["service"]["user"] and logs and logs[0] not in node["service"]["create_dirs"]:
+            out.append(
+                f"host '{name}': RLinf's jobs write {logs[0]} (the checkout's logs), which exists only where the "
+                f"checkout does (rlinf_code_sync: {code_sync}), and ray_node_user {node['service']['user']!r} "
+                f"cannot create it: add {logs[0]} to ray_node_writable_paths, or use rlinf_code_sync: rsync."
+            )
+    return out
 
 
 def removal_plan(name: str, order: Sequence[str], nodes: Mapping[str, dict], topo: Sequence[Mapping]) -> dict:

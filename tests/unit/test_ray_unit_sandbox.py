@@ -339,3 +339,21 @@ def test_a_head_with_one_cpu_and_a_worker_without_cpus_are_accepted_without_a_co
     hostvars["h"]["ray_num_cpus"] = 1
     hostvars["w1"]["ray_num_cpus"] = 0
     assert P.static_plan(GROUPS, hostvars)["nodes"]["h"]["start_resources"] == {"CPU": 1}
+
+
+def test_a_ray_node_user_without_a_synced_checkout_is_told_how_its_jobs_can_log():
+    hostvars = {
+        n: {"ansible_host": f"10.0.0.{i + 1}", "ray_node_user": "ray", "rlinf_src": "/srv/RLinf"}
+        for i, n in enumerate(NAMES)
+    }
+    plan = P.static_plan(GROUPS, hostvars)
+    (first, second) = [w for w in plan["warnings"] if "checkout's logs" in w]
+    assert first.startswith("host 'h': RLinf's jobs write /srv/RLinf/logs (the checkout's logs)")
+    assert "add /srv/RLinf/logs to ray_node_writable_paths, or use rlinf_code_sync: rsync" in first
+    assert second.startswith("host 'w1'")
+    for name in NAMES:
+        hostvars[name]["ray_node_writable_paths"] = ["/srv/RLinf/logs"]
+    assert not [w for w in P.static_plan(GROUPS, hostvars)["warnings"] if "checkout's logs" in w]
+    for name in NAMES:
+        hostvars[name].update(rlinf_code_sync="rsync", ray_node_writable_paths=[])
+    assert not [w for w in P.static_plan(GROUPS, hostvars)["warnings"] if "checkout's logs" in w]
