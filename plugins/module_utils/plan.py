@@ -1077,6 +1077,10 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
         if probe is None:
             continue
         entry = dict(node)
+        # The restart guard asks the Ray that runs now, under the venv it started from (a run that
+        # moves rlinf_venv_dir installs the new one only after the guard).
+        recorded_venv = (probe.get("record") or {}).get("venv")
+        entry["running_python"] = f"{recorded_venv}/bin/python" if recorded_venv else node["paths"]["python"]
         if purpose in RECORD_PURPOSES:
             record = probe.get("record") or {}
             entry["ip"] = record.get("ip", "")

@@ -432,3 +432,13 @@ def test_an_env_configs_interpreter_missing_on_a_node_is_refused_naming_host_pat
 def test_an_env_configs_interpreter_in_the_nodes_own_venv_is_installed_by_the_run():
     hv = hostvars(h={"rlinf_cluster": _interpreter_cluster("/opt/rlinf/venv/bin/python")})
     assert resolved(hv)["nodes"]["w1"]["paths"]["env_config_python_0"] == "/opt/rlinf/venv/bin/python"
+
+
+@pytest.mark.parametrize("purpose", ["site", "teardown"])
+def test_the_restart_guard_asks_the_ray_that_runs_now_under_the_venv_it_started_from(purpose):
+    """A run that moves rlinf_venv_dir installs the new venv only after the guard read the drivers."""
+    moved = {n: {"rlinf_venv_dir": "/opt/rlinf/venv-2"} for n in ["h", "w1", "w2"]}
+    recorded = probes(h=probe("10.0.0.1", record={"ip": "10.0.0.1", "venv": "/opt/rlinf/venv"}))
+    plan = resolved(moved, found=recorded, purpose=purpose)
+    assert plan["nodes"]["h"]["running_python"] == "/opt/rlinf/venv/bin/python"
+    assert plan["nodes"]["w1"]["running_python"] == "/opt/rlinf/venv-2/bin/python"  # no record: nothing runs yet
