@@ -121,8 +121,8 @@ def normalize_expected(expected: Sequence[Mapping]) -> list[dict]:
         ip = str(item.get("ip") or "").strip()
         if not ip:
             problems.append(
-                f"host '{name}' (rank {rank}): no Ray address is known; set rlinf_node_ip (run "
-                "rlinf.cluster.node_facts first), ray_node_ip or ansible_host."
+                f"host '{name}' (rank {rank}): no Ray address is known (the node keeps no record of it): run "
+                "site.yml, which records it, or set ray_node_ip."
             )
             continue
         comm_device = item.get("comm_device")

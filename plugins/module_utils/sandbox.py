@@ -3,7 +3,7 @@
 Two profiles (``ray_node_sandbox_profile``):
 
 ``training`` (the default) lets RLinf's workers do what RLinf's examples and docs do, and keeps
-what hardening does not break (README, Security; each relaxation names the RLinf feature):
+what hardening does not break (docs/security.md names the RLinf feature behind each relaxation):
 
 - the operating system read-only (``ProtectSystem=full``: ``/usr``, ``/boot``, ``/etc``), and
   what root runs or installs from outside the unit (the venv, ``/opt/rlinf``, cron's and at's
@@ -97,7 +97,8 @@ def service_of(unit: str, paths: Mapping, code_dest: str, settings: Mapping) -> 
         "create_dirs": writable,
         # Where a job writes on this node (readiness writes a file into each): RLinf's example scripts
         # log and checkpoint under <checkout>/logs, and the operator names the rest.
-        "job_dirs": [posixpath.join(code_dest, "logs")] * bool(code_dest) + list(settings["ray_node_writable_paths"]),
+        "job_dirs": ([posixpath.join(code_dest, "logs")] if code_dest else [])
+        + list(settings["ray_node_writable_paths"]),
         "temp_dir": temp_dir,
         "code_dest": code_dest,
         "realtime": bool(settings["ray_node_realtime"]),

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import rules as r
+from ansible_collections.rlinf.cluster.plugins.module_utils import sandbox
 
 
 class Var(NamedTuple):
@@ -166,7 +167,7 @@ VARS = (
     Var(
         "ray_node_sandbox_profile",
         "training",
-        r.choice("training", "strict"),
+        r.choice(*sandbox.PROFILES),
         "node",
         "training or strict",
     ),
