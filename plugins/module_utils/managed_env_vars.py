@@ -1,6 +1,6 @@
 """Environment variables ``rlinf_env_vars`` may not set, each with the reason.
 
-The env file Ray starts with (``rlinf.cluster.rlinf_env``) writes these itself, or RLinf's
+The env file Ray starts with (``rlinf.cluster.ray_node``) writes these itself, or RLinf's
 driver sets them at run time; a value frozen into the node's environment would override
 either on that node's workers. Plain data for the roles, the validator and the variable
 schema; no Ansible imports, Python 3.9+.

@@ -58,7 +58,7 @@ def json_text(data) -> str:
 
 def env_file(env: Mapping) -> str:
     return (
-        f"# {MANAGED} (rlinf.cluster.rlinf_env); local edits are overwritten.\n"
+        f"# {MANAGED} (rlinf.cluster.ray_node); local edits are overwritten.\n"
         "# Ray freezes its environment at `ray start`: the Ray unit loads this file and a change\n"
         "# here restarts Ray on this node.\n" + render_env(env)
     )
@@ -69,7 +69,7 @@ def profile(node: Mapping) -> str:
     env = shlex.quote(node["paths"]["env_file"])
     bin_dir = node["paths"]["venv"] + "/bin"
     return (
-        f"# {MANAGED} (rlinf.cluster.rlinf_env): interactive shells get the\n"
+        f"# {MANAGED} (rlinf.cluster.ray_node): interactive shells get the\n"
         "# environment Ray runs with, the cluster address and the venv's tools.\n"
         f"if [ -r {env} ]; then\n"
         "  set -a\n"

@@ -32,7 +32,7 @@ VARIABLES = {
     "HF_HOME": "/data/hf cäche",
 }
 EXPECTED = {key: ("1" if value is True else str(value)) for key, value in VARIABLES.items()}
-HEADER = "# Managed by rlinf-ansible (rlinf.cluster.rlinf_env); local edits are overwritten.\n"
+HEADER = "# Managed by rlinf-ansible (rlinf.cluster.ray_node); local edits are overwritten.\n"
 
 
 def environment(encoded: str) -> dict[str, str]:
