@@ -24,7 +24,7 @@ import tempfile
 
 MARKER = b"Managed by rlinf-ansible"
 MANIFEST_VERSION = 1
-KINDS = ("file", "dir", "tree")
+KINDS = ("file", "dir", "tree", "venv")
 
 
 def is_ours(path):

@@ -900,10 +900,13 @@ def _owned_trees(node: Mapping, probe: Mapping, wheelhouse: bool) -> dict:
         path = node["paths"][key]
         info = (probe.get("paths") or {}).get(key) or {}
         exists = bool(info.get("exists"))
+        # The venv is ours as a whole (purge removes what was pip-installed into it too); the
+        # wheelhouse copy goes file by file.
+        kind = "venv" if key == "venv" else "tree"
         if not exists or path in recorded or _in_project_dir(path):
-            own.append({"path": path, "kind": "tree"})
+            own.append({"path": path, "kind": kind})
             if exists and path not in recorded and info.get("kind") == "dir":
-                adopt.append({"path": path, "kind": "tree"})
+                adopt.append({"path": path, "kind": kind})
     return {"own_trees": own, "adopt": adopt}
 
 

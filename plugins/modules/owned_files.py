@@ -92,7 +92,10 @@ options:
     elements: dict
     default: []
   record:
-    description: Paths other tasks created to add to the manifest (C(path), C(kind) of file, dir or tree).
+    description:
+      - Paths other tasks created to add to the manifest (C(path), C(kind) of file, dir, tree or venv).
+      - A C(tree) is removed file by file as listed when recorded (what others added stays); a C(venv) is ours as
+        a whole and goes with what was pip-installed into it, while it still has its C(pyvenv.cfg).
     type: list
     elements: dict
     default: []
@@ -116,7 +119,7 @@ EXAMPLES = r"""
 - name: Record the venv pip filled
   rlinf.cluster.owned_files:
     manifest: /etc/rlinf/state/rlinf-ray.manifest.json
-    record: [{path: /opt/rlinf/venv, kind: tree}]
+    record: [{path: /opt/rlinf/venv, kind: venv}]
 
 - name: Purge what the manifest lists
   rlinf.cluster.owned_files:
@@ -140,6 +143,12 @@ kept:
   returned: always
   type: list
   elements: str
+venv_extra:
+  description:
+    - With O(state=absent), each venv removed (or, in check mode, to be removed) that holds more than was recorded
+      when it was installed, and what that is (packages in site-packages, else top-level directories).
+  returned: always
+  type: dict
 restart:
   description: Whether a changed file has C(restart).
   returned: always
@@ -153,10 +162,12 @@ reload:
 import grp  # noqa: E402
 import os  # noqa: E402
 import pwd  # noqa: E402
+import shutil  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.node_files import (  # noqa: E402
+    KINDS,
     file_differs,
     is_ours,
     manifest_text,
@@ -203,6 +214,7 @@ class Files:
             "changed_paths": [],
             "created": [],
             "kept": [],
+            "venv_extra": {},
             "restart": False,
             "reload": False,
         }
@@ -211,6 +223,11 @@ class Files:
 
     def add(self, path, kind, tag=""):
         if path in self.recorded:
+            # A venv recorded as a file list by an earlier release is ours as a whole now.
+            for entry in self.entries:
+                if entry["path"] == path and kind == "venv" and entry["kind"] == "tree":
+                    entry["kind"] = "venv"
+                    self.dropped = True
             return
         self.entries.append({"path": path, "kind": kind, "tag": tag})
         self.recorded.add(path)
@@ -268,9 +285,9 @@ class Files:
 
     def record(self, spec):
         path, kind = spec.get("path"), spec.get("kind", "file")
-        if not isinstance(path, str) or not path.startswith("/") or kind not in ("file", "dir", "tree"):
-            self.module.fail_json(msg=f"record: {spec!r} needs an absolute path and a kind of file, dir or tree.")
-        tree = kind == "tree" and os.path.isdir(path) and not self.module.check_mode
+        if not isinstance(path, str) or not path.startswith("/") or kind not in KINDS:
+            self.module.fail_json(msg=f"record: {spec!r} needs an absolute path and a kind of {', '.join(KINDS)}.")
+        tree = kind in ("tree", "venv") and os.path.isdir(path) and not self.module.check_mode
         if tree:
             # The manifest's own directories are ours too, listed before the tree so that purge
             # (newest first) removes the tree while its file list is still there.
@@ -335,6 +352,8 @@ class Files:
                     self.removed(path)
             elif kind == "tree":
                 self.remove_tree(path)
+            elif kind == "venv":
+                self.remove_venv(path)
             elif os.path.isdir(path) and not os.path.islink(path):
                 if not self._would_be_empty(path):
                     self.result["kept"].append(path)
@@ -357,6 +376,26 @@ class Files:
     def _would_be_empty(self, directory):
         left = {os.path.join(directory, name) for name in os.listdir(directory)} - self.gone
         return not left or self._only_manifest(directory, left)
+
+    def remove_venv(self, path):
+        """A venv we created goes whole, with what was pip-installed into it (packages are not user
+        data); what it holds beyond the list recorded at install is named first."""
+        if not os.path.isdir(path) or os.path.islink(path):
+            return
+        if not os.path.isfile(os.path.join(path, "pyvenv.cfg")):
+            self.result["kept"].append(path)  # no longer a venv: what is there now is not ours
+            return
+        try:
+            with open(side_file(self.manifest, path), encoding="utf-8") as handle:
+                listed = {line for line in handle.read().splitlines() if line}
+        except OSError:
+            listed = set()
+        added = installed_since(set(tree_files(path)) - listed)
+        if added:
+            self.result["venv_extra"][path] = added
+        if not self.module.check_mode:
+            shutil.rmtree(path)
+        self.removed(path)
 
     def remove_tree(self, path):
         if not os.path.isdir(path):
@@ -398,6 +437,17 @@ class Files:
             os.rmdir(side_dir)
         if os.path.exists(self.manifest):
             os.unlink(self.manifest)
+
+
+def installed_since(files):
+    """What the files a venv gained since it was recorded are: top-level names in site-packages
+    (torch, rlinf-0.3.0.dist-info...), else the first directory (bin, share...)."""
+    names = set()
+    for rel in files:
+        parts = rel.split(os.sep)
+        inside = len(parts) > 3 and parts[0] == "lib" and parts[2] == "site-packages"
+        names.add(parts[3] if inside else parts[0])
+    return sorted(names)
 
 
 def main():

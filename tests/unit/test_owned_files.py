@@ -180,3 +180,49 @@ def test_purge_in_check_mode_reports_what_the_purge_removes_and_keeps(tree, user
     assert sorted(dry["changed_paths"]) == sorted(real["changed_paths"])
     assert sorted(dry["kept"]) == sorted(real["kept"])
     assert bool(real["kept"]) == bool(user_file)
+
+
+def make_venv(root):
+    venv = root / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("py")
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "lib" / "python3.11" / "site-packages" / "ray").mkdir(parents=True)
+    (venv / "lib" / "python3.11" / "site-packages" / "ray" / "__init__.py").write_text("x")
+    return venv
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_a_venv_we_created_goes_whole_with_what_pip_added_and_says_what(tree, check):
+    """Issue 25: packages pip-installed into our venv (RLinf's install steps do) are not user data,
+    and a purge that kept them left a venv the next site.yml refused."""
+    venv = make_venv(tree["root"])
+    present(tree)
+    run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "venv"}]})
+    added = venv / "lib" / "python3.11" / "site-packages" / "torch"
+    added.mkdir()
+    (added / "__init__.py").write_text("t")
+    (venv / "share").mkdir()
+    (venv / "share" / "x").write_text("s")
+    result = run({"manifest": tree["manifest"], "state": "absent"}, check=check)
+    assert str(venv) in result["changed_paths"] and str(venv) not in result["kept"]
+    assert result["venv_extra"] == {str(venv): ["share", "torch"]}
+    assert venv.exists() is check
+
+
+def test_a_venv_recorded_as_a_file_list_by_an_earlier_release_becomes_ours_whole(tree):
+    venv = make_venv(tree["root"])
+    present(tree)
+    run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "tree"}]})
+    run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "venv"}]})
+    assert [e["kind"] for e in read_manifest(tree["manifest"]) if e["path"] == str(venv)] == ["venv"]
+
+
+def test_a_recorded_venv_that_is_no_longer_a_venv_is_kept(tree):
+    venv = make_venv(tree["root"])
+    present(tree)
+    run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "venv"}]})
+    (venv / "pyvenv.cfg").unlink()
+    (venv / "data.bin").write_text("mine")
+    result = run({"manifest": tree["manifest"], "state": "absent"})
+    assert str(venv) in result["kept"] and (venv / "data.bin").read_text() == "mine"

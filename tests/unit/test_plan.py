@@ -270,7 +270,7 @@ def test_adopted_and_owned_trees_follow_the_manifest():
         },
     )
     node = resolved(found=probes(w1=own))["nodes"]["w1"]
-    assert node["adopt"] == [{"path": "/opt/rlinf/venv", "kind": "tree"}]
+    assert node["adopt"] == [{"path": "/opt/rlinf/venv", "kind": "venv"}]
     assert {t["path"] for t in node["own_trees"]} == {"/opt/rlinf/venv", "/opt/rlinf/wheelhouse"}
 
 
