@@ -33,6 +33,8 @@ class ActionModule(ControllerAction):
         hostvars = task_vars.get("hostvars") or {}
         manifests = self._registered(hostvars, args["expected_nodes"], args["manifest_var"])
         gpus = self._registered(hostvars, args["expected_nodes"], args["gpus_var"])
+        probes = self._registered(hostvars, args["expected_nodes"], args["probe_var"])
+        disks = {name: dict(probe.get("disk") or {}) for name, probe in probes.items()}
         now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         report = build(
             args["check"],
@@ -43,6 +45,8 @@ class ActionModule(ControllerAction):
             now,
             gpus=gpus,
             gpu_nodes=args["gpu_nodes"],
+            disks=disks,
+            disk_limits=args["disk"],
         )
         path = args["path"]
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

@@ -26,6 +26,8 @@ CLUSTER_REPORT = {
     "manifest_var": {"type": "str", "default": "ray_check_manifest"},
     "gpus_var": {"type": "str", "default": "ray_check_gpus"},
     "gpu_nodes": {"type": "list", "elements": "dict", "default": []},
+    "probe_var": {"type": "str", "default": "rlinf_probe"},
+    "disk": {"type": "dict", "default": {}},
 }
 
 

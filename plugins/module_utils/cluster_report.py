@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
+from ansible_collections.rlinf.cluster.plugins.module_utils import disk
 from ansible_collections.rlinf.cluster.plugins.module_utils.gpu_check import gpu_problems
 
-_HEADER = ("RANK", "HOST", "IP", "STATE", "CPUS", "GPUS", "CUSTOM", "RAY", "PYTHON")
+_HEADER = ("RANK", "HOST", "IP", "STATE", "CPUS", "GPUS", "CUSTOM", "RAY", "PYTHON", "TEMP_FREE", "VENV_FREE")
 
 
 def parse_manifest(result: Mapping | None) -> dict:
@@ -35,11 +36,11 @@ def parse_gpus(result: Mapping | None) -> dict | None:
     return dict(result["gpus"])
 
 
-def _with_gpu_problems(summary: str, problems: list[str], found: Sequence[tuple[list[str], str]]) -> str:
+def _with_problems(summary: str, problems: list[str], found: Sequence[str], kind: str) -> str:
     if not found:
         return summary
-    problems.extend(sentence for _, sentence in found)
-    count = f"{len(found)} GPU problem{'s' if len(found) != 1 else ''}"
+    problems.extend(found)
+    count = f"{len(found)} {kind} problem{'s' if len(found) != 1 else ''}"
     if summary.startswith("OK: "):
         return f"FAILED: {summary[4:]}; but {count}"
     return f"{summary}; {count}"
@@ -54,12 +55,16 @@ def build(
     generated_at: str,
     gpus: Mapping[str, Mapping] | None = None,
     gpu_nodes: Sequence[Mapping] = (),
+    disks: Mapping[str, Mapping] | None = None,
+    disk_limits: Mapping | None = None,
 ) -> dict:
     """The JSON report: the check's verdict, and per expected node its state and manifest.
 
     ``gpus`` maps a host to its rlinf.cluster.gpu_facts result (kept as ``manifest.gpus``);
     with ``gpu_nodes`` (the plan's, plan.gpu_nodes) the GPU rules (gpu_check.py) add their
-    problems to the check's.
+    problems to the check's. ``disks`` maps a host to its node_state ``disk`` (kept as ``disk``);
+    with ``disk_limits`` (the plan's cluster.disk) a filesystem below ``fail_percent`` free is a
+    problem and one below ``warn_percent`` a warning (disk.py).
     """
     summary = check.get("summary") or f"FAILED: the check did not run: {check.get('msg') or 'unknown error'}"
     found = {node.get("name"): node for node in check.get("nodes") or []}
@@ -72,6 +77,7 @@ def build(
         facts = parse_gpus((gpus or {}).get(exp["name"]))
         if facts is not None:
             node["manifest"] = dict(node["manifest"], gpus=facts)
+        node["disk"] = dict((disks or {}).get(exp["name"]) or {})
         nodes.append(node)
     problems = list(check["problems"]) if "problems" in check else [check.get("msg") or "the check did not run"]
     gpu_found = gpu_problems(nodes, gpu_nodes) if gpu_nodes else []
@@ -79,7 +85,15 @@ def build(
         for node in nodes:
             if node["name"] in names:
                 node["problems"] = [*(node.get("problems") or []), sentence]
-    summary = _with_gpu_problems(str(summary), problems, gpu_found)
+    summary = _with_problems(str(summary), problems, [sentence for _, sentence in gpu_found], "GPU")
+    disk_found, warnings = [], []
+    for node in nodes if disk_limits else ():
+        failed, warned = disk.judge(node["name"], node["disk"], disk_limits)
+        if failed:
+            node["problems"] = [*(node.get("problems") or []), *failed]
+        disk_found.extend(failed)
+        warnings.extend(warned)
+    summary = _with_problems(summary, problems, disk_found, "disk")
     return {
         "generated_at": generated_at,
         "head": head,
@@ -87,6 +101,7 @@ def build(
         "ok": str(summary).startswith("OK"),
         "summary": summary,
         "problems": problems,
+        "warnings": warnings,
         "missing": list(check.get("missing") or []),
         "extra": list(check.get("extra") or []),
         "totals": dict(check.get("totals") or {}),
@@ -126,7 +141,7 @@ def table(report: Mapping) -> list[str]:
     names = [str(n["name"]) for n in report["nodes"]]
     width = max([4, *([18] if report["extra"] else []), *map(len, names)])
     nvidia = any(((n.get("manifest") or {}).get("gpus") or {}).get("count") for n in report["nodes"])
-    row = f"%-4s  %-{width}s  %-15s  %-7s  %4s  %4s  %-20s  %-7s  %" + ("-7s  %s" if nvidia else "s")
+    row = f"%-4s  %-{width}s  %-15s  %-7s  %4s  %4s  %-20s  %-7s  %-7s  %-12s  %" + ("-12s  %s" if nvidia else "s")
     lines = [row % (*_HEADER, *(["NVIDIA"] if nvidia else []))]
     for n in report["nodes"]:
         manifest = n.get("manifest") or {}
@@ -143,6 +158,8 @@ def table(report: Mapping) -> list[str]:
                 _custom(n),
                 n.get("ray_version") or manifest.get("ray") or "-",
                 n.get("python") or manifest.get("python") or "-",
+                disk.column((n.get("disk") or {}).get("temp_dir")),
+                disk.column((n.get("disk") or {}).get("venv")),
                 *([_nvidia(manifest)] if nvidia else []),
             )
         )
@@ -161,7 +178,10 @@ def table(report: Mapping) -> list[str]:
                 _custom(e),
                 e.get("ray_version") or "-",
                 e.get("python") or "-",
+                "?",
+                "?",
                 *(["?"] if nvidia else []),
             )
         )
-    return [*lines, "", report["summary"], *(f"- {p}" for p in report["problems"])]
+    warnings = [f"- warning: {w}" for w in report.get("warnings") or []]
+    return [*lines, "", report["summary"], *(f"- {p}" for p in report["problems"]), *warnings]

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from packaging.version import Version
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import (
+    disk,
     firewall,
     metrics,
     render,
@@ -579,6 +580,11 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
             "poll_interval": head_reader["ray_check_poll_interval"],
             "expected_totals": head_reader["ray_check_expected_totals"],
         },
+        "disk": {
+            "warn_percent": head_reader["rlinf_disk_warn_percent"],
+            "fail_percent": head_reader["rlinf_disk_fail_percent"],
+            "venv_min_free_mib": head_reader["rlinf_disk_venv_min_free_mib"],
+        },
         "members": [m["name"] for m in members.values()] if overlay_on else [],
     }
     cluster["controller"] = controller_paths(head_reader, context)
@@ -590,6 +596,16 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
                 f"{MIN_RAY_AUTH}) and ray_auth_enabled is true; pin {MIN_RAY_AUTH} or later, or turn "
                 "ray_auth_enabled off (only behind a firewall: anyone who reaches Ray's ports runs code on every "
                 "node).",
+            )
+        )
+    limits = cluster["disk"]
+    if limits["fail_percent"] >= limits["warn_percent"] and limits["fail_percent"]:
+        problems.append(
+            Problem(
+                None,
+                f"rlinf_disk_fail_percent={limits['fail_percent']} is not below rlinf_disk_warn_percent="
+                f"{limits['warn_percent']}: status would fail before it warns; set the fail level lower "
+                "(defaults 5 and 20; 0 turns the check off).",
             )
         )
     if cluster["code_sync"] != "none" and not cluster["src"]:
@@ -1062,6 +1078,7 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
     probe (left out by --limit) keep their static plan and get no rendered files.
     """
     problems: list[Problem] = []
+    disk_warnings: list[str] = []
     cluster = plan["cluster"]
     order = plan["order"]
     head = order[0]
@@ -1094,6 +1111,12 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
             resolved[name] = entry
             continue
         _host_problems(name, node, probe, plan, purpose, problems)
+        if purpose == "site" and not probe.get("failed") and not probe.get("unreachable"):
+            # A new venv (Ray, its dependencies, RLinf's pins): pip needs room for the wheels and the tree.
+            installs = node.get("installs_venv", True) and not (probe.get("venv") or {}).get("exists", False)
+            found, warned = disk.judge(None, probe.get("disk") or {}, cluster["disk"], venv_installs=installs)
+            problems.extend(Problem(name, text) for text in found)
+            disk_warnings.extend(f"{name}: {text}" for text in warned)
         ip, source, dev, problem = resolve_address(node, probe)
         problem = problem or (_ip_problem(ip) if ip else None)
         if problem:
@@ -1147,6 +1170,7 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
             out["nodes"][name].update(metrics.node_resolved(out["nodes"][name], out, probes[name]))
     out["expected_nodes"] = expected_nodes(out)
     out["gpu_nodes"] = gpu_nodes(out)
+    out["disk_warnings"] = disk_warnings
     out["purpose"] = purpose
     return out
 

@@ -314,6 +314,15 @@ VARS = (
         "cluster",
         "a mapping resource: minimum",
     ),
+    Var("rlinf_disk_warn_percent", 20, r.integer(0, 100), "cluster", "a whole percentage, 0..100"),
+    Var(
+        "rlinf_disk_fail_percent",
+        5,
+        r.integer(0, 100),
+        "cluster",
+        "a whole percentage, 0..100, below rlinf_disk_warn_percent",
+    ),
+    Var("rlinf_disk_venv_min_free_mib", 2048, r.integer(0), "cluster", "MiB, a whole number >= 0"),
     # Validation
     Var("rlinf_config", "", r.optional_controller_path, "run", "empty, or a path to an RLinf YAML on the controller"),
     Var("rlinf_cluster", {}, r.any_mapping, "run", "a mapping (the block under cluster:)"),

@@ -56,6 +56,18 @@ options:
     type: list
     elements: dict
     default: []
+  probe_var:
+    description: The variable each host registered its M(rlinf.cluster.node_state) result in; its C(disk) is reported.
+    type: str
+    default: rlinf_probe
+  disk:
+    description:
+      - The plan's disk limits (C(rlinf_resolved.plan.cluster.disk) - C(warn_percent), C(fail_percent)); with them the
+        report warns, naming the host and path, when Ray's temp dir or the venv has less than C(warn_percent) of its
+        filesystem free, and fails below C(fail_percent).
+      - Empty reports the free space and judges nothing.
+    type: dict
+    default: {}
 """
 
 EXAMPLES = r"""

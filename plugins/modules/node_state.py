@@ -16,7 +16,8 @@ description:
     (version, machine, glibc), the venv O(venv) and whether it holds O(requirements), the Ray unit
     O(unit) (active state, units of the same name installed by the system or a package), each path
     in O(paths) (exists, kind, whether rlinf-ansible wrote it), the record and manifest rlinf-ansible
-    keeps under C(/etc/rlinf/state), and whether O(port) is taken by a process outside the unit.
+    keeps under C(/etc/rlinf/state), whether O(port) is taken by a process outside the unit, and the free
+    space of the filesystem each path in O(disk) is on.
   - With O(sandbox), whether systemd here can give a unit a mount namespace of its own (a transient
     unit with C(PrivateMounts=yes) reads its namespace). Where it cannot (a container without
     C(CAP_SYS_ADMIN)), systemd skips C(ProtectSystem=), C(ProtectHome=) and C(ReadWritePaths=)
@@ -62,6 +63,12 @@ options:
     description: Test whether systemd can set up a unit's mount namespace (see RV(sandbox)).
     type: bool
     default: false
+  disk:
+    description:
+      - Paths, by the plan's name for each (C(temp_dir), C(venv)), whose filesystem to read (see RV(disk)); a path that
+        does not exist yet is read at its nearest existing parent.
+    type: dict
+    default: {}
 notes:
   - Needs C(ip) (iproute2) for the network part.
 """
@@ -80,6 +87,9 @@ EXAMPLES = r"""
     record: /etc/rlinf/state/rlinf-ray.json
     port: 6379
     sandbox: true
+    disk:
+      temp_dir: /tmp/ray
+      venv: /opt/rlinf/venv
   register: rlinf_probe
 """
 
@@ -147,6 +157,15 @@ sandbox:
   returned: always
   type: dict
   sample: {mount_namespace: true}
+disk:
+  description:
+    - For each key of O(disk), the filesystem its path is on - C(path), C(probed) (the path read, its nearest existing
+      parent when it does not exist), C(exists), C(total) and C(free) (bytes an unprivileged writer may use,
+      C(f_bavail * f_frsize)), C(percent_free), C(mount); or C(error).
+  returned: always
+  type: dict
+  sample: {temp_dir: {path: /tmp/ray, probed: /tmp, exists: false, total: 1073741824, free: 536870912,
+           percent_free: 50.0, mount: /}}
 """
 
 import json  # noqa: E402
@@ -156,6 +175,7 @@ import sys  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
+from ansible_collections.rlinf.cluster.plugins.module_utils.disk import usage  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.node_files import (  # noqa: E402
     is_ours,
     read_manifest,
@@ -341,6 +361,7 @@ def main():
             "record": {"type": "path"},
             "port": {"type": "int"},
             "sandbox": {"type": "bool", "default": False},
+            "disk": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
@@ -364,6 +385,7 @@ def main():
         "os_units": [],
         "port_busy": False,
         "sandbox": {},
+        "disk": {key: usage(str(path)) for key, path in params["disk"].items() if path},
     }
     if params["unit"]:
         _rc, out, _err = module.run_command(["systemctl", "is-active", params["unit"]])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.cluster_report import build, parse_manifest, table
 
+HEADER = ["CUSTOM", "RAY", "PYTHON", "TEMP_FREE", "VENV_FREE"]
 EXPECTED = [{"name": "head", "rank": 0, "ip": "10.0.0.1"}, {"name": "w1", "rank": 1, "ip": "10.0.0.2"}]
 CHECK = {
     "summary": "FAILED: 1/2 expected nodes ALIVE",
@@ -47,9 +48,9 @@ def test_a_manifest_that_failed_keeps_its_error():
 
 def test_the_table_has_a_row_per_node_extra_nodes_then_the_verdict():
     lines = table(build(CHECK, EXPECTED, {}, "head", "10.0.0.1:6379", "t"))
-    assert lines[0].split() == ["RANK", "HOST", "IP", "STATE", "CPUS", "GPUS", "CUSTOM", "RAY", "PYTHON"]
-    assert lines[1].split() == ["0", "head", "10.0.0.1", "ALIVE", "2", "0", "franka=1", "2.60.0", "3.11.2"]
-    assert lines[2].split() == ["1", "w1", "10.0.0.2", "UNKNOWN", "0", "0", "-", "-", "-"]
+    assert lines[0].split() == ["RANK", "HOST", "IP", "STATE", "CPUS", "GPUS", *HEADER]
+    assert lines[1].split() == ["0", "head", "10.0.0.1", "ALIVE", "2", "0", "franka=1", "2.60.0", "3.11.2", "?", "?"]
+    assert lines[2].split() == ["1", "w1", "10.0.0.2", "UNKNOWN", "0", "0", "-", "-", "-", "?", "?"]
     assert lines[3].split()[:3] == ["5", "(not", "in"]
     assert lines[-2:] == ["FAILED: 1/2 expected nodes ALIVE", "- host 'w1' (rank 1): no ALIVE Ray node with this IP"]
 
@@ -91,7 +92,7 @@ def test_gpu_facts_go_into_each_manifest_and_without_gpus_the_table_is_unchanged
     report = build(ok, EXPECTED, {}, "head", "a", "t", gpus=gpus, gpu_nodes=[gpu_plan("head"), gpu_plan("w1")])
     assert report["ok"] and report["problems"] == []
     assert [n["manifest"]["gpus"]["count"] for n in report["nodes"]] == [0, 0]
-    assert table(report)[0].split() == ["RANK", "HOST", "IP", "STATE", "CPUS", "GPUS", "CUSTOM", "RAY", "PYTHON"]
+    assert table(report)[0].split() == ["RANK", "HOST", "IP", "STATE", "CPUS", "GPUS", *HEADER]
 
 
 def test_a_gpu_problem_fails_a_passing_check_and_names_the_node():
