@@ -7,7 +7,10 @@ whatever the lab is.
 
 from __future__ import annotations
 
+import base64
+import io
 import re
+import zipfile
 
 import pytest
 from lab_helpers import fake_checkout, probe_cluster, ray_processes, run_playbook, ssh, wait_for_alive
@@ -89,9 +92,32 @@ def test_rebuild_restores_the_cluster(tmp_path, hosts, head):
     assert_ranks_follow_inventory(wait_for_alive(head, len(hosts)), hosts)
 
 
+def user_wheel() -> str:
+    """A wheel of a package of the user's (base64), as RLinf's install steps pip-install into the venv."""
+    files = {
+        "userpkg/__init__.py": "VERSION = '1.0'\n",
+        "userpkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: userpkg\nVersion: 1.0\n",
+        "userpkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files["userpkg-1.0.dist-info/RECORD"] = "".join(f"{name},,\n" for name in [*files, "userpkg-1.0.dist-info/RECORD"])
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as wheel:
+        for name, text in files.items():
+            wheel.writestr(name, text)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
 def test_purge_removes_what_we_installed_and_keeps_user_data(tmp_path, cluster, hosts, head, synced_checkout):
     worker = list(hosts.values())[1]
     ssh(worker, "mkdir -p /opt/rlinf/checkpoints && echo step-100 > /opt/rlinf/checkpoints/ckpt.txt")
+    # A package the user pip-installed into our venv: not user data (issue 25), the venv goes whole.
+    wheel = "/tmp/userpkg-1.0-py3-none-any.whl"
+    ssh(
+        worker,
+        f"base64 -d > {wheel} && /opt/rlinf/venv/bin/pip install -q --no-index --no-deps {wheel}",
+        stdin=user_wheel(),
+    )
+    assert ssh(worker, "/opt/rlinf/venv/bin/python -c 'import userpkg'", check=False).returncode == 0
     # The synced checkout: code_sync created it on every node but the last, where the
     # operator's own clone was already there (with a log), so that one is not the project's.
     own = list(hosts.values())[-1]
@@ -119,6 +145,8 @@ def test_purge_removes_what_we_installed_and_keeps_user_data(tmp_path, cluster, 
         gone = ssh(address, f"ls {INSTALLED}", check=False)
         assert gone.returncode != 0 and gone.stdout == "", f"purge left files on {name}: {gone.stdout}"
     assert ssh(worker, "cat /opt/rlinf/checkpoints/ckpt.txt").stdout.strip() == "step-100"
+    assert "removed the venv /opt/rlinf/venv whole, with what was installed into it after site.yml: " in run.stdout
+    assert "userpkg" in run.stdout and "userpkg-1.0.dist-info" in run.stdout
     ssh(worker, "rm -rf /opt/rlinf/checkpoints")
     synced_files = ["logs/own.log", "marker_driver.py", "pyproject.toml", "rlinf/__init__.py"]
     for address in hosts.values():
