@@ -30,6 +30,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils import (
     firewall,
     metrics,
     render,
+    rules,
     sandbox,
     schema,
     unknown_vars,
@@ -358,6 +359,57 @@ def _path_overlaps(node: dict, problems: list[Problem]) -> None:
                 )
 
 
+def _path_problem(reader: _Reader, name: str, value, check, problems: list[Problem]) -> bool:
+    try:
+        check()
+    except Bad as err:
+        problems.append(Problem(reader.name, f"{name}={describe(value)} {err.what}; {err.fix}."))
+        return False
+    return True
+
+
+def _placed_paths(reader: _Reader, problems: list[Problem], member: bool, code_dest: str = "") -> None:
+    """Where this host's paths sit (docs/security.md, "Paths the roles may write"): what the roles
+    write, sync into, record or delete under rlinf_node_path_roots; what Ray may write (ray_node:
+    ``code_dest`` is the checkout, rlinf_code_dest or rlinf_src's path) under the one sandbox rule."""
+    roots = reader["rlinf_node_path_roots"]
+    owned = list(schema.OWNED_MEMBER_PATHS) if member else []
+    if code_dest is not None:
+        owned = list(schema.OWNED_PATHS) + owned
+        profile = reader[schema.PROFILE_PATH]
+        _path_problem(reader, schema.PROFILE_PATH, profile, lambda: rules.profile_script(profile, roots), problems)
+    refused = set()
+    for name in owned:
+        path = reader[name]
+        if path and not _path_problem(reader, name, path, lambda path=path: rules.owned_path(path, roots), problems):
+            refused.add(name)
+    if code_dest is None:
+        return
+    read_only = [reader[name] for name in schema.RAY_READ_ONLY if name not in schema.OWNED_MEMBER_PATHS or member]
+    for name in schema.RAY_WRITABLE:
+        value = reader[name]
+        if name in refused:
+            continue  # one problem per setting
+        if name == "rlinf_code_dest" and not value and code_dest.startswith("/"):
+            name, value = "rlinf_code_dest (empty: rlinf_src's path)", code_dest
+            try:
+                rules.node_path(value)
+            except Bad as err:
+                problems.append(Problem(reader.name, f"{name}={describe(value)} {err.what}; set rlinf_code_dest."))
+                continue
+        items = value if isinstance(value, list) else [value] if value else []
+        for index, path in enumerate(items, start=1):
+            where = f"item {index} ({describe(path)}) " if isinstance(value, list) else ""
+
+            def check(path=path, where=where):
+                try:
+                    rules.ray_writable(path, read_only)
+                except Bad as err:
+                    raise Bad(where + err.what, err.fix) from None
+
+            _path_problem(reader, name, value, check, problems)
+
+
 def _names(reader: _Reader) -> list:
     try:
         return list(reader.raw)
@@ -451,6 +503,8 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
             members = {m["name"]: m for m in found}
         for name in member_names:
             reader = readers[name]
+            if name not in order:
+                _placed_paths(reader, problems, member=True, code_dest=None)
             if reader["easytier_peer_protocol"] not in reader["easytier_listen_protocols"]:
                 problems.append(
                     Problem(
@@ -539,6 +593,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         _reserved_units(node, reader, problems)
         _cpu_problems(node, problems)
         _path_overlaps(node, problems)
+        _placed_paths(reader, problems, member=overlay_on, code_dest=node["code_dest"])
         nodes[name] = node
 
     _shared_machine_paths(list(nodes.values()), problems)

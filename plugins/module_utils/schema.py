@@ -72,6 +72,14 @@ _BOOL = "true or false"
 _PIP_ARGS = "a list of pip options as pip reads them; none that changes where pip looks or writes, no package"
 
 VARS = (
+    # Where the roles may write on a node (rules.owned_path; docs/security.md)
+    Var(
+        "rlinf_node_path_roots",
+        list(r.NODE_PATH_ROOTS),
+        r.list_of(r.node_path_root, "directories"),
+        "node",
+        "a list of directories of ours (a '*' may end the last name); never the system's, a home or its dotfiles",
+    ),
     # Python environment
     Var("rlinf_venv_dir", "/opt/rlinf/venv", r.node_path, "node", _NODE_PATH),
     Var("rlinf_python", "python3", r.interpreter, "node", "python3[.N] on PATH, or an absolute path"),
@@ -585,5 +593,26 @@ RUNTIME_VARS = frozenset(
         "validate_inventory_write",
     }
 )
+
+# Node paths the roles write, sync into with --delete, record as ours or may delete: each under one of
+# rlinf_node_path_roots (rules.owned_path). The shell snippet may also be /etc/profile.d/rlinf*.sh
+# (rules.profile_script); firewall_nft_bin and the interpreters are run, never written.
+OWNED_PATHS = (
+    "rlinf_venv_dir",
+    "python_env_node_wheelhouse_dir",
+    "rlinf_env_file",
+    "ray_auth_token_file",
+    "firewall_rules_file",
+    "code_sync_node_wheel_dir",
+    "code_sync_node_record_dir",
+    "rlinf_launch_log_dir",
+    "ray_temp_dir",
+)
+OWNED_MEMBER_PATHS = ("easytier_base_dir", "easytier_venv_dir", "easytier_config_dir")
+PROFILE_PATH = "rlinf_env_profile_script"
+# Paths the Ray unit may write: one sandbox rule (rules.ray_writable) for all of them, and none may be or
+# hold a path of OWNED_PATHS that root runs or reads (RAY_READ_ONLY).
+RAY_WRITABLE = ("ray_temp_dir", "rlinf_code_dest", "ray_node_writable_paths")
+RAY_READ_ONLY = tuple(name for name in OWNED_PATHS if name != "ray_temp_dir") + OWNED_MEMBER_PATHS
 
 KNOWN = frozenset(BY_NAME) | frozenset(TOPOLOGY_VARS) | RUNTIME_VARS
