@@ -532,6 +532,10 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
                     )
                 )
 
+    # Judged with a broken topology too: the report holds every problem at once.
+    for name in order:
+        code_dest = readers[name]["rlinf_code_dest"] or head_reader["rlinf_src"]
+        _placed_paths(readers[name], problems, member=overlay_on, code_dest=code_dest)
     if not topo:
         raise PlanError(problems)
     nodes: dict[str, dict] = {}
@@ -593,7 +597,6 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         _reserved_units(node, reader, problems)
         _cpu_problems(node, problems)
         _path_overlaps(node, problems)
-        _placed_paths(reader, problems, member=overlay_on, code_dest=node["code_dest"])
         nodes[name] = node
 
     _shared_machine_paths(list(nodes.values()), problems)
