@@ -907,22 +907,70 @@ def _in_project_dir(path: str) -> bool:
 
 def _owned_trees(node: Mapping, probe: Mapping, wheelhouse: bool) -> dict:
     """The directories a tool fills for us (the venv, the wheelhouse copy): ``own_trees`` are
-    re-listed in the manifest after each install; ``adopt`` are an earlier install's, under our
-    project directories but not yet in the manifest, to list now. On a machine several Ray nodes
-    share, only the one that installs the venv owns it: purging another of them keeps it."""
+    re-listed in the manifest after each install (``own_wheelhouse`` also before the push, so a
+    failed install leaves it ours); ``adopt`` are an earlier install's to list now: a venv under
+    our project directories, a wheelhouse only while it is empty (preflight refuses a full one
+    that is not ours: it is somebody's data). On a machine several Ray nodes share, only the one
+    that installs the venv owns it: purging another of them keeps it."""
     if not node.get("installs_venv", True):
-        return {"own_trees": [], "adopt": []}
+        return {"own_trees": [], "adopt": [], "own_wheelhouse": []}
     recorded = {entry.get("path") for entry in probe.get("manifest") or []}
     own, adopt = [], []
     for key in ("venv", "wheelhouse") if wheelhouse else ("venv",):
         path = node["paths"][key]
         info = (probe.get("paths") or {}).get(key) or {}
         exists = bool(info.get("exists"))
-        if not exists or path in recorded or _in_project_dir(path):
+        ours = path in recorded
+        earlier = _in_project_dir(path) if key == "venv" else info.get("kind") == "dir" and bool(info.get("empty"))
+        if not exists or ours or earlier:
             own.append({"path": path, "kind": "tree"})
-            if exists and path not in recorded and info.get("kind") == "dir":
+            if exists and not ours and info.get("kind") == "dir":
                 adopt.append({"path": path, "kind": "tree"})
-    return {"own_trees": own, "adopt": adopt}
+    wheels = [tree for tree in own if wheelhouse and tree["path"] == node["paths"]["wheelhouse"]]
+    return {"own_trees": own, "adopt": adopt, "own_wheelhouse": wheels}
+
+
+# Directories a role fills and lists in the manifest as ours (purge removes what they hold), the
+# variable of each, and what the role does there; an existing one must be ours or empty.
+FILLED_DIRS = {
+    "wheelhouse": ("python_env_node_wheelhouse_dir", "python_env syncs the wheelhouse into it with --delete"),
+    "code_wheel_dir": ("code_sync_node_wheel_dir", "code_sync syncs the code wheel into it with --delete"),
+    "code_record_dir": ("code_sync_node_record_dir", "code_sync keeps its records of the checkouts in it"),
+}
+
+
+def _filled_dirs(node: Mapping, cluster: Mapping) -> list[str]:
+    """The FILLED_DIRS keys this node's run uses (on a shared machine: the node that installs)."""
+    keys = []
+    if not cluster["index_url"] and node.get("installs_venv", True):
+        keys.append("wheelhouse")
+    if cluster["code_sync"] == "package":
+        keys.append("code_wheel_dir")
+    if cluster["code_sync"] == "rsync":
+        keys.append("code_record_dir")
+    return keys
+
+
+def _adoption_problems(name: str, node: Mapping, probe: Mapping, cluster: Mapping, problems: list[Problem]) -> None:
+    """Never adopt what exists: a directory we would fill is ours (in the manifest), missing or empty."""
+    recorded = {entry.get("path") for entry in probe.get("manifest") or []}
+    for key in _filled_dirs(node, cluster):
+        info = (probe.get("paths") or {}).get(key) or {}
+        path = info.get("path") or node["paths"][key]
+        if not info.get("exists") or info.get("ours") or path in recorded:
+            continue
+        if info.get("kind") == "dir" and info.get("empty"):
+            continue
+        var, use = FILLED_DIRS[key]
+        what = "a directory with files in it" if info.get("kind") == "dir" else "not a directory (a file?)"
+        problems.append(
+            Problem(
+                name,
+                f"{var}: {path} exists, is {what}, and rlinf-ansible did not create it (not in its manifest); "
+                f"{use}, and purge would remove what it holds: set {var} to a path of its own (default "
+                f"{schema.BY_NAME[var].default}), or move those files away.",
+            )
+        )
 
 
 def _ip_problem(ip: str) -> str | None:
@@ -1004,6 +1052,8 @@ def _host_problems(
             )
         )
     _python_problems(name, node, probe, plan["cluster"]["ray_version"], problems)
+    if purpose == "site":
+        _adoption_problems(name, node, probe, plan["cluster"], problems)
     if node["service"]["sandbox"] and purpose == "site":
         _sandbox_problems(name, probe.get("sandbox") or {}, problems)
     for key, info in (probe.get("paths") or {}).items():
