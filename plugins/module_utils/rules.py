@@ -509,7 +509,7 @@ def writable_path(value):
 # Where the roles write, sync into, record or delete (rlinf_node_path_roots) --------------
 
 # The default roots: our prefixes, and Ray's temp dirs under /tmp. A '*' ends the last segment.
-NODE_PATH_ROOTS = ("/opt/rlinf", "/etc/rlinf", "/var/lib/rlinf*", "/var/log/rlinf", "/tmp/ray*", "/tmp/rlinf*")
+NODE_PATH_ROOTS = ("/opt/rlinf", "/etc/rlinf", "/var/lib/rlinf*", "/var/log/rlinf*", "/tmp/ray*", "/tmp/rlinf*")
 # The shell snippet of ours: a file with a name of ours, directly in /etc/profile.d.
 PROFILE_SCRIPTS = "/etc/profile.d/rlinf*.sh"
 # Top-level trees of the operating system: no path of ours and no path Ray may write is in one.

@@ -298,7 +298,7 @@ def test_ray_node_user_without_the_sandbox_still_gets_its_home():
 
 
 # An operator's extra root (docs/security.md): the defaults and /data/ray.
-ROOTS_AND_DATA = ["/opt/rlinf", "/etc/rlinf", "/var/lib/rlinf*", "/var/log/rlinf", "/tmp/ray*", "/data/ray"]
+ROOTS_AND_DATA = ["/opt/rlinf", "/etc/rlinf", "/var/lib/rlinf*", "/var/log/rlinf*", "/tmp/ray*", "/data/ray"]
 
 
 def test_a_temp_dir_outside_tmp_is_created_for_the_user():
