@@ -368,10 +368,11 @@ def _path_problem(reader: _Reader, name: str, value, check, problems: list[Probl
     return True
 
 
-def _placed_paths(reader: _Reader, problems: list[Problem], member: bool, code_dest: str = "") -> None:
+def _placed_paths(reader: _Reader, problems: list[Problem], member: bool, code_dest: str | None) -> None:
     """Where this host's paths sit (docs/security.md, "Paths the roles may write"): what the roles
-    write, sync into, record or delete under rlinf_node_path_roots; what Ray may write (ray_node:
-    ``code_dest`` is the checkout, rlinf_code_dest or rlinf_src's path) under the one sandbox rule."""
+    write, sync into, record or delete under rlinf_node_path_roots (EasyTier's when ``member``);
+    on a Ray node, what Ray may write under the one sandbox rule (``code_dest``: the checkout,
+    rlinf_code_dest or rlinf_src's path). ``code_dest`` None: an EasyTier member that runs no Ray."""
     roots = reader["rlinf_node_path_roots"]
     owned = list(schema.OWNED_MEMBER_PATHS) if member else []
     if code_dest is not None:

@@ -473,6 +473,12 @@ def _system_clash(path: str) -> str | None:
     return None
 
 
+def normal_path(path: str) -> str:
+    """``path`` without '.', '..', '//' or a trailing '/' (POSIX keeps a leading '//': not here)."""
+    normal = posixpath.normpath(path)
+    return "/" + normal.lstrip("/") if normal.startswith("//") else normal
+
+
 def node_path(value):
     """An absolute, normalised path on a node that systemd, the shell and PATH read as-is,
     never a directory or file of the operating system nor a parent of one."""
@@ -483,7 +489,7 @@ def node_path(value):
     if result != "/" and (result.endswith("/") or "" in segments or any(s in (".", "..") for s in segments)):
         raise Bad(
             "is not normalised (a '.' or '..' segment, a trailing or double '/')",
-            f"write the path it stands for, {posixpath.normpath(result)}, if that is what you mean",
+            f"write the path it stands for, {normal_path(result)}, if that is what you mean",
         )
     if result != "/" and not all(_SEGMENT.match(segment) for segment in segments):
         raise Bad(
@@ -636,7 +642,7 @@ def controller_path(value):
     result = text(empty=False, hint="write a path")(value)
     if result.strip() != result:
         raise Bad("has leading or trailing spaces", "write the path without them")
-    normal = posixpath.normpath(result)
+    normal = normal_path(result)
     if ".." in result.split("/"):
         shown = normal if normal.startswith("/") else "an absolute path"
         raise Bad("has a '..' segment", f"write the path it stands for ({shown}), without '..'")

@@ -17,6 +17,7 @@ GROUPS = {"ray_head": ["h"], "ray_workers": ["w1"]}
     [
         ("/srv/ctl/./plan.json", "/srv/ctl/plan.json"),
         ("/srv//ctl/plan.json", "/srv/ctl/plan.json"),
+        ("//srv/ctl/plan.json", "/srv/ctl/plan.json"),
         ("artifacts/", "artifacts"),
         ("./artifacts/plan.json", "artifacts/plan.json"),
     ],
@@ -40,9 +41,10 @@ def test_a_dot_dot_segment_is_refused_with_what_it_stands_for(value, fix):
     assert fix in err.value.fix
 
 
-def test_a_path_that_normalises_to_a_system_file_is_refused():
+@pytest.mark.parametrize("value", ["/etc/./passwd", "//etc/passwd", "/etc//passwd/"])
+def test_a_path_that_normalises_to_a_system_file_is_refused(value):
     with pytest.raises(r.Bad) as err:
-        r.controller_path("/etc/./passwd")
+        r.controller_path(value)
     assert "is a directory or file of the operating system" in err.value.what
 
 

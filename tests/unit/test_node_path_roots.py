@@ -272,6 +272,8 @@ def test_a_node_path_with_dot_segments_is_refused_with_its_normal_form():
     assert "is not normalised" in problem and "write the path it stands for, /opt/rlinf/wheels" in problem
     problem = refusal({"rlinf_code_dest": "/srv//RLinf"})
     assert "write the path it stands for, /srv/RLinf" in problem
+    problem = refusal({"rlinf_code_dest": "//srv/RLinf/"})
+    assert "write the path it stands for, /srv/RLinf," in problem
 
 
 def test_a_path_with_a_space_is_refused_as_before():
