@@ -31,6 +31,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils import (
     firewall,
     metrics,
     render,
+    rules,
     sandbox,
     schema,
     unknown_vars,
@@ -360,6 +361,58 @@ def _path_overlaps(node: dict, problems: list[Problem]) -> None:
                 )
 
 
+def _path_problem(reader: _Reader, name: str, value, check, problems: list[Problem]) -> bool:
+    try:
+        check()
+    except Bad as err:
+        problems.append(Problem(reader.name, f"{name}={describe(value)} {err.what}; {err.fix}."))
+        return False
+    return True
+
+
+def _placed_paths(reader: _Reader, problems: list[Problem], member: bool, code_dest: str | None) -> None:
+    """Where this host's paths sit (docs/security.md, "Paths the roles may write"): what the roles
+    write, sync into, record or delete under rlinf_node_path_roots (EasyTier's when ``member``);
+    on a Ray node, what Ray may write under the one sandbox rule (``code_dest``: the checkout,
+    rlinf_code_dest or rlinf_src's path). ``code_dest`` None: an EasyTier member that runs no Ray."""
+    roots = reader["rlinf_node_path_roots"]
+    owned = list(schema.OWNED_MEMBER_PATHS) if member else []
+    if code_dest is not None:
+        owned = list(schema.OWNED_PATHS) + owned
+        profile = reader[schema.PROFILE_PATH]
+        _path_problem(reader, schema.PROFILE_PATH, profile, lambda: rules.profile_script(profile, roots), problems)
+    refused = set()
+    for name in owned:
+        path = reader[name]
+        if path and not _path_problem(reader, name, path, lambda path=path: rules.owned_path(path, roots), problems):
+            refused.add(name)
+    if code_dest is None:
+        return
+    read_only = [reader[name] for name in schema.RAY_READ_ONLY if name not in schema.OWNED_MEMBER_PATHS or member]
+    for name in schema.RAY_WRITABLE:
+        value = reader[name]
+        if name in refused:
+            continue  # one problem per setting
+        if name == "rlinf_code_dest" and not value and code_dest.startswith("/"):
+            name, value = "rlinf_code_dest (empty: rlinf_src's path)", code_dest
+            try:
+                rules.node_path(value)
+            except Bad as err:
+                problems.append(Problem(reader.name, f"{name}={describe(value)} {err.what}; set rlinf_code_dest."))
+                continue
+        items = value if isinstance(value, list) else [value] if value else []
+        for index, path in enumerate(items, start=1):
+            where = f"item {index} ({describe(path)}) " if isinstance(value, list) else ""
+
+            def check(path=path, where=where):
+                try:
+                    rules.ray_writable(path, read_only)
+                except Bad as err:
+                    raise Bad(where + err.what, err.fix) from None
+
+            _path_problem(reader, name, value, check, problems)
+
+
 def _names(reader: _Reader) -> list:
     try:
         return list(reader.raw)
@@ -453,6 +506,8 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
             members = {m["name"]: m for m in found}
         for name in member_names:
             reader = readers[name]
+            if name not in order:
+                _placed_paths(reader, problems, member=True, code_dest=None)
             if reader["easytier_peer_protocol"] not in reader["easytier_listen_protocols"]:
                 problems.append(
                     Problem(
@@ -480,6 +535,10 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
                     )
                 )
 
+    # Judged with a broken topology too: the report holds every problem at once.
+    for name in order:
+        code_dest = readers[name]["rlinf_code_dest"] or head_reader["rlinf_src"]
+        _placed_paths(readers[name], problems, member=overlay_on, code_dest=code_dest)
     if not topo:
         raise PlanError(problems)
     nodes: dict[str, dict] = {}
@@ -905,25 +964,73 @@ def _in_project_dir(path: str) -> bool:
 
 def _owned_trees(node: Mapping, probe: Mapping, wheelhouse: bool) -> dict:
     """The directories a tool fills for us (the venv, the wheelhouse copy): ``own_trees`` are
-    re-listed in the manifest after each install; ``adopt`` are an earlier install's, under our
-    project directories but not yet in the manifest, to list now. On a machine several Ray nodes
-    share, only the one that installs the venv owns it: purging another of them keeps it."""
+    re-listed in the manifest after each install (``own_wheelhouse`` also before the push, so a
+    failed install leaves it ours); ``adopt`` are an earlier install's to list now: a venv under
+    our project directories, a wheelhouse only while it is empty (preflight refuses a full one
+    that is not ours: it is somebody's data). On a machine several Ray nodes share, only the one
+    that installs the venv owns it: purging another of them keeps it."""
     if not node.get("installs_venv", True):
-        return {"own_trees": [], "adopt": []}
+        return {"own_trees": [], "adopt": [], "own_wheelhouse": []}
     recorded = {entry.get("path") for entry in probe.get("manifest") or []}
     own, adopt = [], []
     for key in ("venv", "wheelhouse") if wheelhouse else ("venv",):
         path = node["paths"][key]
         info = (probe.get("paths") or {}).get(key) or {}
         exists = bool(info.get("exists"))
+        ours = path in recorded
+        earlier = _in_project_dir(path) if key == "venv" else info.get("kind") == "dir" and bool(info.get("empty"))
         # The venv is ours as a whole (purge removes what was pip-installed into it too); the
         # wheelhouse copy goes file by file.
         kind = "venv" if key == "venv" else "tree"
-        if not exists or path in recorded or _in_project_dir(path):
+        if not exists or ours or earlier:
             own.append({"path": path, "kind": kind})
-            if exists and path not in recorded and info.get("kind") == "dir":
+            if exists and not ours and info.get("kind") == "dir":
                 adopt.append({"path": path, "kind": kind})
-    return {"own_trees": own, "adopt": adopt}
+    wheels = [tree for tree in own if wheelhouse and tree["path"] == node["paths"]["wheelhouse"]]
+    return {"own_trees": own, "adopt": adopt, "own_wheelhouse": wheels}
+
+
+# Directories a role fills and lists in the manifest as ours (purge removes what they hold), the
+# variable of each, and what the role does there; an existing one must be ours or empty.
+FILLED_DIRS = {
+    "wheelhouse": ("python_env_node_wheelhouse_dir", "python_env syncs the wheelhouse into it with --delete"),
+    "code_wheel_dir": ("code_sync_node_wheel_dir", "code_sync syncs the code wheel into it with --delete"),
+    "code_record_dir": ("code_sync_node_record_dir", "code_sync keeps its records of the checkouts in it"),
+}
+
+
+def _filled_dirs(node: Mapping, cluster: Mapping) -> list[str]:
+    """The FILLED_DIRS keys this node's run uses (on a shared machine: the node that installs)."""
+    keys = []
+    if not cluster["index_url"] and node.get("installs_venv", True):
+        keys.append("wheelhouse")
+    if cluster["code_sync"] == "package":
+        keys.append("code_wheel_dir")
+    if cluster["code_sync"] == "rsync":
+        keys.append("code_record_dir")
+    return keys
+
+
+def _adoption_problems(name: str, node: Mapping, probe: Mapping, cluster: Mapping, problems: list[Problem]) -> None:
+    """Never adopt what exists: a directory we would fill is ours (in the manifest), missing or empty."""
+    recorded = {entry.get("path") for entry in probe.get("manifest") or []}
+    for key in _filled_dirs(node, cluster):
+        info = (probe.get("paths") or {}).get(key) or {}
+        path = info.get("path") or node["paths"][key]
+        if not info.get("exists") or info.get("ours") or path in recorded:
+            continue
+        if info.get("kind") == "dir" and info.get("empty"):
+            continue
+        var, use = FILLED_DIRS[key]
+        what = "a directory with files in it" if info.get("kind") == "dir" else "not a directory (a file?)"
+        problems.append(
+            Problem(
+                name,
+                f"{var}: {path} exists, is {what}, and rlinf-ansible did not create it (not in its manifest); "
+                f"{use}, and purge would remove what it holds: set {var} to a path of its own (default "
+                f"{schema.BY_NAME[var].default}), or move those files away.",
+            )
+        )
 
 
 def _ip_problem(ip: str) -> str | None:
@@ -1030,6 +1137,8 @@ def _host_problems(
             )
         )
     _python_problems(name, node, probe, plan["cluster"]["ray_version"], problems)
+    if purpose == "site":
+        _adoption_problems(name, node, probe, plan["cluster"], problems)
     if node["service"]["sandbox"] and purpose == "site":
         _sandbox_problems(name, probe.get("sandbox") or {}, problems)
     if purpose == "site":

@@ -11,7 +11,9 @@ Controller-only: the plan imports this, no module that runs on a node does.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import ipaddress
+import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
@@ -157,24 +159,6 @@ _HOSTNAME = re.compile(
 )
 _EXTRA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _RESOURCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/-]{0,63}$")
-# Where a path the Ray unit may write can never be: the system's programs, its configuration
-# and spools (a writable /etc or crontab is a root shell for whoever holds the Ray token), and
-# the temporary directories the unit may write already.
-_NOT_WRITABLE = (
-    "/bin",
-    "/boot",
-    "/etc",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/sbin",
-    "/usr",
-    "/var/spool",
-    "/var/lib/dpkg",
-    "/var/lib/systemd",
-    "/root/.ssh",
-)
 _ALREADY_WRITABLE = ("/tmp", "/var/tmp")
 _BOOL_TRUE = {"true", "yes", "on", "1"}
 _BOOL_FALSE = {"false", "no", "off", "0"}
@@ -489,6 +473,12 @@ def _system_clash(path: str) -> str | None:
     return None
 
 
+def normal_path(path: str) -> str:
+    """``path`` without '.', '..', '//' or a trailing '/' (POSIX keeps a leading '//': not here)."""
+    normal = posixpath.normpath(path)
+    return "/" + normal.lstrip("/") if normal.startswith("//") else normal
+
+
 def node_path(value):
     """An absolute, normalised path on a node that systemd, the shell and PATH read as-is,
     never a directory or file of the operating system nor a parent of one."""
@@ -496,10 +486,11 @@ def node_path(value):
     if not result.startswith("/"):
         raise Bad("is not an absolute path", "write an absolute path such as /opt/rlinf/venv")
     segments = result[1:].split("/")
-    if result != "/" and (result.endswith("/") or "" in segments):
-        raise Bad("is not normalised (a trailing or double '/')", "write it without them")
-    if any(segment in (".", "..") for segment in segments):
-        raise Bad("is not normalised ('.' or '..')", "write the path it resolves to, without '.' or '..'")
+    if result != "/" and (result.endswith("/") or "" in segments or any(s in (".", "..") for s in segments)):
+        raise Bad(
+            "is not normalised (a '.' or '..' segment, a trailing or double '/')",
+            f"write the path it stands for, {normal_path(result)}, if that is what you mean",
+        )
     if result != "/" and not all(_SEGMENT.match(segment) for segment in segments):
         raise Bad(
             "has a character systemd or the shell would read differently (space, quote, '$', '%', ':', ';' ...)",
@@ -512,19 +503,130 @@ def node_path(value):
 
 
 def writable_path(value):
-    """A directory the Ray unit may write (created when missing): never a system directory."""
+    """One item of ray_node_writable_paths, alone: a node path outside /tmp and /var/tmp (Ray
+    writes there already). ``ray_writable`` judges it with the host's other paths."""
     result = node_path(value)
-    for roots, fix in (
-        (
-            _NOT_WRITABLE,
-            "a writable path there lets whoever holds the Ray token change the system: choose a data directory",
-        ),
-        (_ALREADY_WRITABLE, "Ray may write there already: leave it out"),
-    ):
-        clash = [r for r in roots if result == r or result.startswith(r + "/")]
-        if clash:
-            raise Bad(f"is under {clash[0]}", fix)
+    clash = [r for r in _ALREADY_WRITABLE if result == r or result.startswith(r + "/")]
+    if clash:
+        raise Bad(f"is under {clash[0]}", "Ray may write there already: leave it out")
     return result
+
+
+# Where the roles write, sync into, record or delete (rlinf_node_path_roots) --------------
+
+# The default roots: our prefixes, and Ray's temp dirs under /tmp. A '*' ends the last segment.
+NODE_PATH_ROOTS = ("/opt/rlinf", "/etc/rlinf", "/var/lib/rlinf*", "/var/log/rlinf*", "/tmp/ray*", "/tmp/rlinf*")
+# The shell snippet of ours: a file with a name of ours, directly in /etc/profile.d.
+PROFILE_SCRIPTS = "/etc/profile.d/rlinf*.sh"
+# Top-level trees of the operating system: no path of ours and no path Ray may write is in one.
+_SYSTEM_TREES = ("bin", "boot", "dev", "lost+found", "proc", "run", "sbin", "snap", "sys", "usr")
+# Directories whose entries belong to one program or package each: only entries named rlinf...
+# are ours (a writable crontab, unit directory or sudoers file is a root shell).
+_SHARED_DIRS = ("/etc", "/opt", "/var/lib", "/var/log", "/var/opt", "/var/local")
+# Under /var, what is neither shared as above nor /var/tmp is the system's (spool, cache, mail...).
+_VAR_FREE = ("tmp",)
+
+
+def under_roots(path: str, roots: Sequence[str]) -> bool:
+    """``path`` is a root or below one; a root ending in '*' matches any rest of its last segment."""
+    return any(
+        path.startswith(root[:-1]) if root.endswith("*") else path == root or path.startswith(root + "/")
+        for root in roots
+    )
+
+
+def home_clash(path: str) -> str | None:
+    """A home directory itself, or a dotfile or dot-directory of one (.ssh, .bashrc, .config)."""
+    parts = path[1:].split("/")
+    if parts[0] == "root":
+        home, rest = "/root", parts[1:]
+    elif parts[0] == "home" and len(parts) >= 2:
+        home, rest = "/home/" + parts[1], parts[2:]
+    else:
+        return None
+    if not rest:
+        return f"is the home directory {home}"
+    if rest[0].startswith("."):
+        return f"is under {home}/{rest[0]}, a dotfile of a home directory (shell start-up, SSH keys)"
+    return None
+
+
+def system_clash(path: str) -> str | None:
+    """Why ``path`` is the system's or another program's, or None."""
+    parts = path[1:].split("/")
+    if parts[0] in _SYSTEM_TREES or parts[0].startswith("lib"):
+        return f"is under /{parts[0]}, which the operating system owns"
+    if parts[0] == "var" and len(parts) > 1 and parts[1] not in _VAR_FREE and "/var/" + parts[1] not in _SHARED_DIRS:
+        return f"is under /var/{parts[1]}, which the operating system or a package owns"
+    for shared in _SHARED_DIRS:
+        if path.startswith(shared + "/"):
+            entry = path[len(shared) + 1 :].split("/", 1)[0]
+            if not entry.startswith("rlinf"):
+                return f"is under {shared}/{entry}, which another program owns"
+    return None
+
+
+def node_path_root(value):
+    """One of rlinf_node_path_roots: a directory of ours, never the system's nor a home's; a '*'
+    may end its last segment (/var/lib/rlinf* holds /var/lib/rlinf-ray)."""
+    result = text(empty=False, hint="write an absolute path such as /opt/rlinf")(value)
+    stem = result[:-1] if result.endswith("*") else result
+    if "*" in stem or (stem != result and stem.endswith("/")):
+        raise Bad("has a '*' other than after a name at its end", "write e.g. /var/lib/rlinf* or /data/rlinf")
+    node_path(stem)
+    clash = system_clash(stem) or home_clash(stem)
+    if clash:
+        raise Bad(clash, "name a directory of your own, e.g. /data/rlinf")
+    return result
+
+
+def _roots_text(roots: Sequence[str]) -> str:
+    return ", ".join(roots) if roots else "(none)"
+
+
+def owned_path(path: str, roots: Sequence[str]) -> str:
+    """A path a role writes, syncs into with --delete, records as ours or may delete: under one
+    of the roots (rlinf_node_path_roots), never the system's or a home's."""
+    clash = system_clash(path) or home_clash(path)
+    if clash:
+        raise Bad(clash, "move it under one of rlinf_node_path_roots (" + _roots_text(roots) + ")")
+    if not under_roots(path, roots):
+        raise Bad(
+            f"is not under one of rlinf_node_path_roots ({_roots_text(roots)})",
+            "move it under one of them, or add a directory of its own to rlinf_node_path_roots",
+        )
+    return path
+
+
+def profile_script(path: str, roots: Sequence[str]) -> str:
+    """The login-shell snippet: a file named rlinf*.sh directly in /etc/profile.d, or under the roots."""
+    directory, name = path.rsplit("/", 1)
+    if directory == "/etc/profile.d" and fnmatch.fnmatchcase(name, "rlinf*.sh"):
+        return path
+    try:
+        return owned_path(path, roots)
+    except Bad as err:
+        raise Bad(err.what, f"write {PROFILE_SCRIPTS} (e.g. /etc/profile.d/rlinf.sh), or {err.fix}") from None
+
+
+def ray_writable(path: str, ours: Sequence[str]) -> str:
+    """A directory the Ray unit may write (ray_temp_dir, the checkout, ray_node_writable_paths),
+    the one sandbox rule: user data anywhere but the system, a home directory itself or its
+    dotfiles, /etc/rlinf, and the paths of ours root runs or reads (``ours``: the venv, the
+    wheelhouse, EasyTier's tree...), inside or above them. Whoever holds the Ray token writes
+    where Ray writes: a writable venv, unit directory or crontab is root on the node."""
+    fix = "a path Ray may write lets whoever holds the Ray token change it: choose a data directory of its own"
+    if path == "/etc" or path.startswith("/etc/"):
+        raise Bad("is under /etc", fix)
+    clash = system_clash(path) or home_clash(path)
+    if clash:
+        raise Bad(clash, fix)
+    for own in ours:
+        if path == own or path.startswith(own + "/"):
+            raise Bad(f"is {'' if path == own else 'inside '}{own}, which root runs or reads", fix)
+        if own.startswith(path + "/"):
+            raise Bad(f"holds {own}, which root runs or reads", fix)
+    return path
 
 
 def optional_node_path(value):
@@ -534,16 +636,19 @@ def optional_node_path(value):
 
 
 def controller_path(value):
-    """A path on the controller (absolute or relative to where ansible-playbook runs)."""
+    """A path on the controller (absolute or relative to where ansible-playbook runs), normalised
+    ('.', '//' and a trailing '/' dropped); a '..' segment is refused, since what it resolves to
+    depends on symlinks the plan cannot see."""
     result = text(empty=False, hint="write a path")(value)
     if result.strip() != result:
         raise Bad("has leading or trailing spaces", "write the path without them")
-    absolute = result if result.startswith("/") else None
-    if absolute is not None:
-        normal = "/" + "/".join(part for part in absolute.split("/") if part not in ("", "."))
-        if normal in SYSTEM_DIRS or normal in SYSTEM_FILES or normal == "/":
-            raise Bad("is a directory or file of the operating system", "use a directory of its own")
-    return result
+    normal = normal_path(result)
+    if ".." in result.split("/"):
+        shown = normal if normal.startswith("/") else "an absolute path"
+        raise Bad("has a '..' segment", f"write the path it stands for ({shown}), without '..'")
+    if normal.startswith("/") and (normal in SYSTEM_DIRS or normal in SYSTEM_FILES or normal == "/"):
+        raise Bad("is a directory or file of the operating system", "use a directory of its own")
+    return normal
 
 
 def optional_controller_path(value):

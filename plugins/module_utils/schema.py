@@ -67,14 +67,24 @@ _VERSION = re.compile(r"^[0-9]+(\.[0-9]+){1,3}$")
 _SHA256 = re.compile(r"^[0-9A-Fa-f]{64}$")
 _FLAG = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _NODE_PATH = "absolute, normalised, no space/quote/$/%/:; never a system directory, file or a parent of one"
+_OWNED = _NODE_PATH + "; under rlinf_node_path_roots"
+_RAY_WRITES = "Ray may write it: not under /etc, a home directory itself or its dotfiles, the venv or a path of ours"
 _PORT = "a port, 1..65535"
 _PINNED = "a port Ray pins, 1024..65535; distinct on one machine"
 _BOOL = "true or false"
 _PIP_ARGS = "a list of pip options as pip reads them; none that changes where pip looks or writes, no package"
 
 VARS = (
+    # Where the roles may write on a node (rules.owned_path; docs/security.md)
+    Var(
+        "rlinf_node_path_roots",
+        list(r.NODE_PATH_ROOTS),
+        r.list_of(r.node_path_root, "directories"),
+        "node",
+        "a list of directories of ours (a '*' may end the last name); never the system's, a home or its dotfiles",
+    ),
     # Python environment
-    Var("rlinf_venv_dir", "/opt/rlinf/venv", r.node_path, "node", _NODE_PATH),
+    Var("rlinf_venv_dir", "/opt/rlinf/venv", r.node_path, "node", _OWNED),
     Var("rlinf_python", "python3", r.interpreter, "node", "python3[.N] on PATH, or an absolute path"),
     Var(
         "rlinf_ray_version",
@@ -106,9 +116,9 @@ VARS = (
     ),
     Var("python_env_ray_extras", ["default"], r.list_of(r.extra_name, "extras"), "cluster", "a list of extra names"),
     Var("python_env_index_url", "", r.url, "cluster", "empty, or an http(s) index URL the nodes reach"),
-    Var("python_env_node_wheelhouse_dir", "/opt/rlinf/wheelhouse", r.node_path, "node", _NODE_PATH),
+    Var("python_env_node_wheelhouse_dir", "/opt/rlinf/wheelhouse", r.node_path, "node", _OWNED),
     # Environment file
-    Var("rlinf_env_file", "/etc/rlinf/rlinf.env", r.node_path, "node", _NODE_PATH + "; not a file we did not write"),
+    Var("rlinf_env_file", "/etc/rlinf/rlinf.env", r.node_path, "node", _OWNED + "; not a file we did not write"),
     Var(
         "rlinf_env_vars",
         {},
@@ -116,7 +126,13 @@ VARS = (
         "node",
         "a mapping NAME: value; names [A-Za-z_][A-Za-z0-9_]*, not a managed one; plain values",
     ),
-    Var("rlinf_env_profile_script", "/etc/profile.d/rlinf.sh", r.node_path, "node", _NODE_PATH),
+    Var(
+        "rlinf_env_profile_script",
+        "/etc/profile.d/rlinf.sh",
+        r.node_path,
+        "node",
+        _NODE_PATH + "; /etc/profile.d/rlinf*.sh or under rlinf_node_path_roots",
+    ),
     # Network
     Var("rlinf_comm_net_device", "", r.device, "node", "empty, or a NIC name (1-15 of A-Z a-z 0-9 _ . -)"),
     Var("ray_node_ip", "", r.ipv4(), "node", "empty, or an IPv4 address other nodes reach (not loopback)"),
@@ -131,7 +147,7 @@ VARS = (
         "node",
         "a mapping name: amount (>= 0)",
     ),
-    Var("ray_temp_dir", "", r.optional_node_path, "node", "empty (/tmp/ray), or " + _NODE_PATH),
+    Var("ray_temp_dir", "", r.optional_node_path, "node", "empty (/tmp/ray), or " + _OWNED + "; " + _RAY_WRITES),
     Var(
         "ray_node_object_store_memory",
         0,
@@ -176,7 +192,7 @@ VARS = (
         [],
         r.list_of(r.writable_path, "directories"),
         "node",
-        "a list of directories Ray may write (created when missing); " + _NODE_PATH + "; not under /etc, /usr...",
+        "a list of directories Ray may write (created when missing); " + _NODE_PATH + "; " + _RAY_WRITES,
     ),
     Var(
         "ray_node_user",
@@ -205,7 +221,7 @@ VARS = (
         "/etc/rlinf/ray-auth-token",
         r.node_path,
         "node",
-        _NODE_PATH + "; not a file we did not write",
+        _OWNED + "; not a file we did not write",
     ),
     # Firewall
     Var("rlinf_firewall_enabled", False, r.boolean, "cluster", _BOOL + ", the same on every node"),
@@ -224,7 +240,7 @@ VARS = (
         "a list of IPv4 addresses or networks",
     ),
     Var("firewall_table", "rlinf", r.nft_table, "node", "an nft table name of ours (letters, digits, _)"),
-    Var("firewall_rules_file", "/etc/rlinf/firewall.nft", r.node_path, "node", _NODE_PATH),
+    Var("firewall_rules_file", "/etc/rlinf/firewall.nft", r.node_path, "node", _OWNED),
     Var("firewall_unit_name", "rlinf-firewall", r.unit_name, "node", "a unit name of ours"),
     Var("firewall_nft_bin", "/usr/sbin/nft", r.node_path, "node", "the absolute path of nft"),
     # Metrics (opt-in)
@@ -257,7 +273,13 @@ VARS = (
         "cluster",
         "empty, or the checkout's absolute path on the controller",
     ),
-    Var("rlinf_code_dest", "", r.optional_node_path, "node", "empty (= rlinf_src), or " + _NODE_PATH),
+    Var(
+        "rlinf_code_dest",
+        "",
+        r.optional_node_path,
+        "node",
+        "empty (= rlinf_src), or " + _NODE_PATH + "; " + _RAY_WRITES,
+    ),
     Var("code_sync_max_mb", 50, r.number(above=0), "cluster", "MiB, a number > 0"),
     Var(
         "code_sync_rsync_excludes",
@@ -286,8 +308,8 @@ VARS = (
     ),
     Var("code_sync_rsync_delete", True, r.boolean, "cluster", _BOOL),
     Var("code_sync_pip_wheel_args", [], r.pip_arguments(r.PIP_WHEEL), "cluster", _PIP_ARGS),
-    Var("code_sync_node_wheel_dir", "/opt/rlinf/code-sync", r.node_path, "node", _NODE_PATH),
-    Var("code_sync_node_record_dir", "/opt/rlinf/code-sync-checkouts", r.node_path, "node", _NODE_PATH),
+    Var("code_sync_node_wheel_dir", "/opt/rlinf/code-sync", r.node_path, "node", _OWNED),
+    Var("code_sync_node_record_dir", "/opt/rlinf/code-sync-checkouts", r.node_path, "node", _OWNED),
     Var(
         "rlinf_launch_name",
         "",
@@ -295,7 +317,7 @@ VARS = (
         "run",
         "empty (a timestamp), or up to 64 of A-Z a-z 0-9 _ . -",
     ),
-    Var("rlinf_launch_log_dir", "/var/log/rlinf", r.node_path, "cluster", _NODE_PATH),
+    Var("rlinf_launch_log_dir", "/var/log/rlinf", r.node_path, "cluster", _OWNED),
     Var(
         "rlinf_launch_env",
         {},
@@ -425,9 +447,9 @@ EASYTIER_VARS = (
         "member",
         "a mapping flag: value (EasyTier's [flags] keys)",
     ),
-    Var("easytier_base_dir", "/opt/rlinf/easytier", r.node_path, "member", _NODE_PATH),
-    Var("easytier_venv_dir", "/opt/rlinf/easytier/venv", r.node_path, "member", _NODE_PATH),
-    Var("easytier_config_dir", "/etc/rlinf/easytier", r.node_path, "member", _NODE_PATH),
+    Var("easytier_base_dir", "/opt/rlinf/easytier", r.node_path, "member", _OWNED),
+    Var("easytier_venv_dir", "/opt/rlinf/easytier/venv", r.node_path, "member", _OWNED),
+    Var("easytier_config_dir", "/etc/rlinf/easytier", r.node_path, "member", _OWNED),
     Var("easytier_python", "/usr/bin/python3", r.interpreter, "member", "an interpreter path or python3[.N]"),
     Var("easytier_wait_timeout", 90, r.integer(1), "member", "seconds, >= 1"),
     Var("easytier_pypi_package", "easytier-pyo3", r.text(_NAME64, empty=False), "member", "a package name"),
@@ -595,5 +617,26 @@ RUNTIME_VARS = frozenset(
         "validate_inventory_write",
     }
 )
+
+# Node paths the roles write, sync into with --delete, record as ours or may delete: each under one of
+# rlinf_node_path_roots (rules.owned_path). The shell snippet may also be /etc/profile.d/rlinf*.sh
+# (rules.profile_script); firewall_nft_bin and the interpreters are run, never written.
+OWNED_PATHS = (
+    "rlinf_venv_dir",
+    "python_env_node_wheelhouse_dir",
+    "rlinf_env_file",
+    "ray_auth_token_file",
+    "firewall_rules_file",
+    "code_sync_node_wheel_dir",
+    "code_sync_node_record_dir",
+    "rlinf_launch_log_dir",
+    "ray_temp_dir",
+)
+OWNED_MEMBER_PATHS = ("easytier_base_dir", "easytier_venv_dir", "easytier_config_dir")
+PROFILE_PATH = "rlinf_env_profile_script"
+# Paths the Ray unit may write: one sandbox rule (rules.ray_writable) for all of them, and none may be or
+# hold a path of OWNED_PATHS that root runs or reads (RAY_READ_ONLY).
+RAY_WRITABLE = ("ray_temp_dir", "rlinf_code_dest", "ray_node_writable_paths")
+RAY_READ_ONLY = tuple(name for name in OWNED_PATHS if name != "ray_temp_dir") + OWNED_MEMBER_PATHS
 
 KNOWN = frozenset(BY_NAME) | frozenset(TOPOLOGY_VARS) | RUNTIME_VARS

@@ -22,6 +22,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = yaml.safe_load((Path(__file__).parent / "corpus" / "bad_values.yml").read_text())
+GOOD = yaml.safe_load((Path(__file__).parent / "corpus" / "good_values.yml").read_text())
 PLAYBOOKS = {
     "validate": ["validate.yml"],
     "site": ["site.yml"],
@@ -181,6 +182,14 @@ def test_nothing_was_contacted(runs, listener):
 
 def test_a_good_inventory_still_passes(tmp_path, listener):
     inventory = write_inventory(tmp_path / "good", [], listener, overlay=False)
+    result = run([*PLAYBOOKS["validate"], "-e", f"cluster_plan_path={tmp_path}/plan.json"], inventory)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert listener.accepted == 0
+
+
+def test_harmless_odd_values_are_still_accepted(tmp_path, listener):
+    assert {case["var"] for case in GOOD} >= {"rlinf_code_dest", "ray_temp_dir", "ray_node_writable_paths"}
+    inventory = write_inventory(tmp_path / "odd", GOOD, listener, overlay=False)
     result = run([*PLAYBOOKS["validate"], "-e", f"cluster_plan_path={tmp_path}/plan.json"], inventory)
     assert result.returncode == 0, result.stdout[-3000:]
     assert listener.accepted == 0

@@ -227,7 +227,16 @@ def test_purge_knows_every_unit_without_a_probe():
 
 
 def test_the_dashboards_come_from_the_heads_temp_dir_to_the_artifacts_dir():
-    plan = P.static_plan(GROUPS, hostvars(h={"ray_temp_dir": "/data/ray"}), {"playbook_dir": "/ctl/playbooks"})
+    plan = P.static_plan(
+        GROUPS,
+        hostvars(
+            h={
+                "ray_temp_dir": "/data/ray",
+                "rlinf_node_path_roots": ["/opt/rlinf", "/etc/rlinf", "/var/log/rlinf", "/data/ray"],
+            }
+        ),
+        {"playbook_dir": "/ctl/playbooks"},
+    )
     assert plan["nodes"]["h"]["metrics"]["dashboards_dir"] == "/data/ray/session_latest/metrics/grafana/dashboards"
     assert plan["nodes"]["w1"]["metrics"]["dashboards_dir"] == ""
     assert plan["cluster"]["controller"]["metrics_dashboards_dir"] == "/ctl/artifacts/ray-grafana-dashboards"

@@ -159,7 +159,12 @@ def test_without_the_sandbox_the_unit_is_the_plain_one():
 
 
 def test_writable_paths_and_a_temp_dir_outside_tmp_become_read_write_paths():
-    settings = {**STRICT, "ray_node_writable_paths": ["/data/ckpt", "/srv/hf"], "ray_temp_dir": "/data/ray-tmp"}
+    settings = {
+        **STRICT,
+        "ray_node_writable_paths": ["/data/ckpt", "/srv/hf"],
+        "ray_temp_dir": "/data/ray-tmp",
+        "rlinf_node_path_roots": ["/opt/rlinf", "/etc/rlinf", "/var/log/rlinf", "/data/ray-tmp"],
+    }
     service = unit_of(settings)["Service"]
     assert words(service, "ReadWritePaths") == ["/tmp", "/var/tmp", "/data/ray-tmp", "/data/ckpt", "/srv/hf"]
     node = P.static_plan(
@@ -189,7 +194,8 @@ def test_a_python_or_venv_under_a_home_stays_readable():
     service = unit_of(STRICT, executable="/root/.pyenv/versions/3.11.7/bin/python3.11")["Service"]
     assert service["ProtectHome"] == ["tmpfs"]
     assert words(service, "BindReadOnlyPaths") == ["/root/.pyenv/versions/3.11.7"]
-    service = unit_of({**STRICT, "rlinf_venv_dir": "/home/alice/venv"})["Service"]
+    roots = ["/home/alice/venv", "/opt/rlinf", "/etc/rlinf", "/var/log/rlinf"]
+    service = unit_of({**STRICT, "rlinf_venv_dir": "/home/alice/venv", "rlinf_node_path_roots": roots})["Service"]
     assert words(service, "BindReadOnlyPaths") == ["/home/alice/venv"]
 
 
@@ -291,8 +297,12 @@ def test_ray_node_user_without_the_sandbox_still_gets_its_home():
     ]
 
 
+# An operator's extra root (docs/security.md): the defaults and /data/ray.
+ROOTS_AND_DATA = ["/opt/rlinf", "/etc/rlinf", "/var/lib/rlinf*", "/var/log/rlinf*", "/tmp/ray*", "/data/ray"]
+
+
 def test_a_temp_dir_outside_tmp_is_created_for_the_user():
-    node = node_plan({"ray_node_user": "ray", "ray_temp_dir": "/data/ray"})
+    node = node_plan({"ray_node_user": "ray", "ray_temp_dir": "/data/ray", "rlinf_node_path_roots": ROOTS_AND_DATA})
     assert node["service"]["temp_dir"] == "/data/ray" and node["service"]["create_dirs"] == ["/data/ray"]
 
 
