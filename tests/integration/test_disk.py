@@ -16,7 +16,7 @@ from lab_helpers import run_playbook, run_status, ssh, write_inventory
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
-SMALL = "/var/tmp/rlinf-ray-small"
+SMALL = "/tmp/rlinf-ray-small"
 FILLER = f"{SMALL}/filler"
 
 
