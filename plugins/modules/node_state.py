@@ -62,6 +62,10 @@ options:
     description: Test whether systemd can set up a unit's mount namespace (see RV(sandbox)).
     type: bool
     default: false
+  token_file:
+    description:
+      - The node's Ray token file, to report whether it exists and its SHA-256 (see RV(token)); never its value.
+    type: path
 notes:
   - Needs C(ip) (iproute2) for the network part.
 """
@@ -147,8 +151,16 @@ sandbox:
   returned: always
   type: dict
   sample: {mount_namespace: true}
+token:
+  description:
+    - With O(token_file), C(present) (a readable regular file) and C(sha256) of its bytes, so the controller
+      can tell whether the nodes hold one token; the value itself is never returned. Empty otherwise.
+  returned: always
+  type: dict
+  sample: {present: true, sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08}
 """
 
+import hashlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
@@ -329,6 +341,17 @@ def read_record(path):
         return {}
 
 
+def token_info(path):
+    """Whether the node holds a token at ``path`` and its digest (the value stays on the node)."""
+    try:
+        if not os.path.isfile(path):
+            return {"present": False, "sha256": ""}
+        with open(path, "rb") as handle:
+            return {"present": True, "sha256": hashlib.sha256(handle.read()).hexdigest()}
+    except OSError as err:
+        return {"present": False, "sha256": "", "error": err.strerror or str(err)}
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -341,6 +364,7 @@ def main():
             "record": {"type": "path"},
             "port": {"type": "int"},
             "sandbox": {"type": "bool", "default": False},
+            "token_file": {"type": "path"},
         },
         supports_check_mode=True,
     )
@@ -364,6 +388,7 @@ def main():
         "os_units": [],
         "port_busy": False,
         "sandbox": {},
+        "token": token_info(params["token_file"]) if params["token_file"] else {},
     }
     if params["unit"]:
         _rc, out, _err = module.run_command(["systemctl", "is-active", params["unit"]])
