@@ -30,6 +30,8 @@ class ActionModule(ControllerAction):
                     "playbook_dir": task_vars.get("playbook_dir"),
                     "purpose": args["purpose"],
                     "extra_vars": self._extra_var_names(),
+                    "installed_collection": _installed_collection(task_vars.get("playbook_dir")),
+                    "cwd": os.getcwd(),
                 }
                 built = plan.static_plan(task_vars.get("groups") or {}, task_vars.get("hostvars") or {}, context)
                 self._adopt_legacy_token(built)
@@ -81,6 +83,8 @@ class ActionModule(ControllerAction):
         adopt = bool(legacy) and os.path.isfile(legacy) and not os.path.exists(controller["token_file"])
         controller["adopt_token_from"] = legacy if adopt else ""
         controller["token_ready"] = _token_ready(controller["token_file"])
+        # Without one (an AWX job's fresh container), the run takes the nodes' token (plan.resolve).
+        controller["token_present"] = adopt or os.path.isfile(controller["token_file"])
 
     def _restarts(self, args, task_vars):
         """Which nodes this run would restart and, given the drivers read on the head, whether it may."""
@@ -139,3 +143,11 @@ def _token_ready(token_file: str) -> bool:
         return os.path.isfile(token_file) and not os.stat(os.path.dirname(token_file) or ".").st_mode & 0o077
     except OSError:
         return False
+
+
+def _installed_collection(playbook_dir) -> bool:
+    """The playbooks are an installed collection's (ansible-galaxy writes MANIFEST.json; a checkout has galaxy.yml)."""
+    if not playbook_dir:
+        return False
+    root = os.path.dirname(os.path.abspath(str(playbook_dir)))
+    return os.path.isfile(os.path.join(root, "MANIFEST.json")) and not os.path.isfile(os.path.join(root, "galaxy.yml"))

@@ -28,6 +28,7 @@ from packaging.version import Version
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import (
     disk,
+    auth_token,
     firewall,
     metrics,
     render,
@@ -133,15 +134,25 @@ def _plain(value):
     return value
 
 
-def _controller_defaults(context: Mapping, inventory_dir: str = "") -> dict:
-    """Where the controller keeps things, unless set: reports next to the playbooks (artifacts/),
-    state (the generated token, the wheelhouses, code-sync wheels) next to the inventory, so a
-    checkout and an installed collection (whose playbooks live in the install directory) run
-    against one inventory share one token. An inventory without a directory (``-i a,b,``)
-    keeps its state in artifacts/."""
+def _checkout_artifacts(context: Mapping) -> str:
+    """artifacts/ next to the playbooks (a checkout's reports, and where earlier releases kept the token)."""
     base = str(context.get("playbook_dir") or ".")
-    artifacts = base.rsplit("/", 1)[0] + "/artifacts" if base.endswith("/playbooks") else base + "/artifacts"
+    return base.rsplit("/", 1)[0] + "/artifacts" if base.endswith("/playbooks") else base + "/artifacts"
+
+
+def _controller_defaults(context: Mapping, inventory_dir: str = "") -> dict:
+    """Where the controller keeps things, unless set: state (the generated token, the wheelhouses,
+    code-sync wheels) next to the inventory, so a checkout and an installed collection run against
+    one inventory share one token. Reports go to artifacts/ next to the playbooks in a checkout;
+    an installed collection's directory is not the operator's (and may be read-only), so there
+    they go to artifacts/ next to the inventory, or in the working directory. An inventory
+    without a directory (``-i a,b,``) keeps its state in artifacts/."""
     inventory_dir = str(context.get("inventory_dir") or inventory_dir or "").rstrip("/")
+    if context.get("installed_collection"):
+        base = inventory_dir or str(context.get("cwd") or ".").rstrip("/")
+        artifacts = f"{base}/artifacts"
+    else:
+        artifacts = _checkout_artifacts(context)
     state = f"{inventory_dir}/{STATE_SUBDIR}" if inventory_dir else artifacts
     return {"rlinf_artifacts_dir": artifacts, "rlinf_state_dir": state}
 
@@ -167,7 +178,7 @@ def controller_paths(reader: _Reader, context: Mapping) -> dict:
     state = reader["rlinf_state_dir"] or defaults["rlinf_state_dir"]
     token_file = reader["ray_auth_controller_token_file"] or state + "/secrets/ray-auth-token"
     # Before the state moved next to the inventory, the token was generated under artifacts/.
-    legacy = artifacts + "/secrets/ray-auth-token"
+    legacy = (reader["rlinf_artifacts_dir"] or _checkout_artifacts(context)) + "/secrets/ray-auth-token"
     return {
         "artifacts_dir": artifacts,
         "state_dir": state,
@@ -647,6 +658,8 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         "members": [m["name"] for m in members.values()] if overlay_on else [],
     }
     cluster["controller"] = controller_paths(head_reader, context)
+    # Whether the Vault variable is set (its value stays out of the plan).
+    cluster["controller"]["vault_token"] = bool(head_reader["ray_auth_token"])
     if cluster["auth"] and Version(cluster["ray_version"]) < Version(MIN_RAY_AUTH):
         problems.append(
             Problem(
@@ -1242,6 +1255,17 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
             )
         resolved[name] = entry
 
+    token = None
+    if purpose in RENDER_PURPOSES and cluster["auth"]:
+        controller = cluster["controller"]
+        token, token_problems = auth_token.choose(
+            vault=bool(controller.get("vault_token")),
+            on_controller=bool(controller.get("token_present")),
+            rotate=bool(plan["run"].get("ray_auth_rotate")),
+            digests=auth_token.node_digests(order, probes),
+            head=head,
+        )
+        problems.extend(token_problems)
     if purpose in RENDER_PURPOSES:
         versions = {
             n: (probes[n].get("python") or {}).get("version")
@@ -1266,6 +1290,8 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
         head_ip = resolved[head]["ip"]
         head_port = plan["nodes"][head]["ports"]["ray_port"]
         out["cluster"] = dict(cluster, head_ip=head_ip, head_port=head_port, head_address=f"{head_ip}:{head_port}")
+    if token is not None:
+        out["cluster"] = dict(out["cluster"], token=token)
     for name, entry in resolved.items():
         if purpose in RENDER_PURPOSES and head in resolved:
             entry.update(_rendered(entry, out, probes[name]))

@@ -394,6 +394,7 @@ VARS = (
     Var("remove_node_confirm", "", r.text(), "run", "'yes' skips remove-node.yml's prompt"),
     # Day-2 safety
     Var("rlinf_allow_restart", False, r.boolean, "run", _BOOL + ": restart Ray although an RLinf driver runs"),
+    Var("ray_auth_rotate", False, r.boolean, "run", _BOOL + ": a new Ray token on every node (Ray restarts)"),
     # Teardown
     Var("teardown_purge", False, r.boolean, "run", _BOOL),
     Var("teardown_confirm", "", r.text(), "run", "'yes' skips the prompt"),
@@ -566,6 +567,8 @@ RUNTIME_VARS = frozenset(
         "python_env_failed",
         "python_env_pip",
         "ray_auth_cluster_token",
+        "ray_auth_node_token",
+        "ray_auth_source",
         "ray_check_expected_nodes",
         "ray_check_gpus",
         "ray_check_head_ip",

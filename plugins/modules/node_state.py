@@ -69,6 +69,10 @@ options:
         does not exist yet is read at its nearest existing parent.
     type: dict
     default: {}
+  token_file:
+    description:
+      - The node's Ray token file, to report whether it exists and its SHA-256 (see RV(token)); never its value.
+    type: path
 notes:
   - Needs C(ip) (iproute2) for the network part.
 """
@@ -166,8 +170,16 @@ disk:
   type: dict
   sample: {temp_dir: {path: /tmp/ray, probed: /tmp, exists: false, total: 1073741824, free: 536870912,
            percent_free: 50.0, mount: /}}
+token:
+  description:
+    - With O(token_file), C(present) (a readable regular file) and C(sha256) of its bytes, so the controller
+      can tell whether the nodes hold one token; the value itself is never returned. Empty otherwise.
+  returned: always
+  type: dict
+  sample: {present: true, sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08}
 """
 
+import hashlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
@@ -349,6 +361,17 @@ def read_record(path):
         return {}
 
 
+def token_info(path):
+    """Whether the node holds a token at ``path`` and its digest (the value stays on the node)."""
+    try:
+        if not os.path.isfile(path):
+            return {"present": False, "sha256": ""}
+        with open(path, "rb") as handle:
+            return {"present": True, "sha256": hashlib.sha256(handle.read()).hexdigest()}
+    except OSError as err:
+        return {"present": False, "sha256": "", "error": err.strerror or str(err)}
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -362,6 +385,7 @@ def main():
             "port": {"type": "int"},
             "sandbox": {"type": "bool", "default": False},
             "disk": {"type": "dict", "default": {}},
+            "token_file": {"type": "path"},
         },
         supports_check_mode=True,
     )
@@ -386,6 +410,7 @@ def main():
         "port_busy": False,
         "sandbox": {},
         "disk": {key: usage(str(path)) for key, path in params["disk"].items() if path},
+        "token": token_info(params["token_file"]) if params["token_file"] else {},
     }
     if params["unit"]:
         _rc, out, _err = module.run_command(["systemctl", "is-active", params["unit"]])

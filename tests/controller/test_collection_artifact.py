@@ -3,6 +3,7 @@ works without the checkout. Controller only: no lab hosts."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -143,17 +144,29 @@ def test_built_collection_installs_and_runs_validate_outside_the_checkout(instal
         [BIN / "ansible-doc", "rlinf.cluster.ray_cluster_check"], cwd=workdir, env=env, capture_output=True, text=True
     )
     assert doc.returncode == 0 and "expected_nodes" in doc.stdout, doc.stderr
+    # The operator's inventory lives outside the collection (a copy of the sample's).
+    inventory = tmp_path / "site-inventory"
+    shutil.copytree(collection / "inventories" / "sample", inventory)
+    before = _tree(installed)
     run = subprocess.run(
-        [BIN / "ansible-playbook", "rlinf.cluster.validate", "-i", collection / "inventories" / "sample"],
+        [BIN / "ansible-playbook", "rlinf.cluster.validate", "-i", inventory],
         cwd=workdir,
         env=env,
         capture_output=True,
         text=True,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    # validate.yml writes the plan: next to the inventory, nothing under the installed collection.
+    assert (inventory / "artifacts" / "cluster-plan.json").is_file(), sorted(_tree(tmp_path))
+    assert _tree(installed) == before, f"written into the installed collection: {sorted(_tree(installed) - before)}"
     # The sample inventory's rank table and cluster block, as the checkout prints them (README).
     assert "4     edge-2      198.51.100.22  worker  edge   0" in run.stdout, run.stdout[-3000:]
     assert "num_nodes: 5" in run.stdout, run.stdout[-3000:]
+
+
+def _tree(root: Path) -> set[str]:
+    """Every path under ``root`` (bytecode aside: Python may cache a module it imports)."""
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if "__pycache__" not in p.parts}
 
 
 def _requirement_lines(path: Path) -> list[str]:

@@ -1,7 +1,8 @@
 """State next to the inventory: the built collection, installed outside the checkout, runs
 site.yml against the lab's inventory with the token the checkout generated (kept in the
 inventory's .rlinf/, not under the collection): nothing changes, Ray restarts nowhere, the
-token file is the same, and the installed collection holds no state."""
+token file is the same, and the installed collection holds no state and no report (those go
+next to the inventory)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 from lab_helpers import CONTROLLER_TOKEN, LAB_INVENTORY, ROOT, lab_hosts, run_playbook, wait_for_alive
@@ -65,6 +67,7 @@ def test_the_installed_collection_keeps_the_checkouts_token(tmp_path):
     }
     # SSH's control sockets in a short directory: under tmp_path (pytest-xdist's is deep) their
     # path would pass the 108 bytes a Unix socket's may have.
+    started = time.time()
     with tempfile.TemporaryDirectory(prefix="rlinf-cp-", dir="/tmp") as control_dir:
         env["ANSIBLE_SSH_CONTROL_PATH_DIR"] = control_dir
         run = subprocess.run(
@@ -76,12 +79,12 @@ def test_the_installed_collection_keeps_the_checkouts_token(tmp_path):
             timeout=1800,
         )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    # It ran the installed playbooks: their report lands next to them (reports are not state).
-    assert (collection / "artifacts" / "cluster-report.json").is_file()
+    # It ran the installed playbooks: their report lands next to the inventory, not in the collection.
+    report = LAB_INVENTORY / "artifacts" / "cluster-report.json"
+    assert report.is_file() and report.stat().st_mtime >= started
     recap = [line for line in run.stdout.splitlines() if " changed=" in line]
     assert recap and all(" changed=0 " in line for line in recap), recap
     assert digest(CONTROLLER_TOKEN) == token
     assert {ip: n["node_id"] for ip, n in wait_for_alive(head, len(hosts)).items()} == before
-    # Nothing of the run's state landed in the installed collection.
-    assert not (collection / "artifacts" / "secrets").exists()
-    assert not (collection / "artifacts" / "wheelhouse").exists()
+    # Nothing of the run's state or reports landed in the installed collection.
+    assert not (collection / "artifacts").exists()

@@ -3,6 +3,7 @@ read by the venv's own interpreter (real dist-info, a real interpreter)."""
 
 from __future__ import annotations
 
+import hashlib
 import socket
 import sys
 
@@ -81,6 +82,17 @@ def test_a_path_is_ours_when_recorded_or_marked(tmp_path):
         "kind": "none",
         "ours": False,
     }
+
+
+def test_the_token_file_is_reported_by_presence_and_digest_never_by_value(tmp_path):
+    token = tmp_path / "ray-auth-token"
+    token.write_text("s3cret-token-value")
+    found = mod.token_info(str(token))
+    assert found == {"present": True, "sha256": hashlib.sha256(b"s3cret-token-value").hexdigest()}
+    assert "s3cret" not in repr(found)
+    assert mod.token_info(str(tmp_path / "none")) == {"present": False, "sha256": ""}
+    # A directory where the file should be is no token.
+    assert mod.token_info(str(tmp_path))["present"] is False
 
 
 def test_a_record_and_a_manifest_are_read_back(tmp_path):

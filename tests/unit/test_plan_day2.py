@@ -22,21 +22,42 @@ def four_hostvars(**per_host):
 # Controller state ----------------------------------------------------------------------
 
 
-def test_state_lives_next_to_the_inventory_and_reports_next_to_the_playbooks():
+def test_state_lives_next_to_the_inventory_and_a_checkouts_reports_next_to_its_playbooks():
     plan = P.static_plan(
         GROUPS,
         hostvars(h={"inventory_dir": "/sites/prod"}),
-        {"playbook_dir": "/usr/share/ansible/collections/ansible_collections/rlinf/cluster/playbooks"},
+        {"playbook_dir": "/home/me/rlinf-ansible/playbooks"},
     )
     controller = plan["cluster"]["controller"]
     assert controller["state_dir"] == "/sites/prod/.rlinf"
     assert controller["token_file"] == "/sites/prod/.rlinf/secrets/ray-auth-token"
     assert controller["wheelhouse_dir"] == "/sites/prod/.rlinf/wheelhouse"
     assert controller["code_wheel_dir"] == "/sites/prod/.rlinf/code-sync"
-    artifacts = "/usr/share/ansible/collections/ansible_collections/rlinf/cluster/artifacts"
+    artifacts = "/home/me/rlinf-ansible/artifacts"
     assert controller["report_path"] == artifacts + "/cluster-report.json"
     # Where earlier releases generated the token: adopted once, so the move rotates nothing.
     assert controller["legacy_token_file"] == artifacts + "/secrets/ray-auth-token"
+
+
+def test_an_installed_collection_writes_its_reports_next_to_the_inventory_not_inside_itself():
+    collection = "/usr/share/ansible/collections/ansible_collections/rlinf/cluster"
+    context = {"playbook_dir": collection + "/playbooks", "installed_collection": True, "cwd": "/home/me"}
+    controller = P.static_plan(GROUPS, hostvars(h={"inventory_dir": "/sites/prod"}), context)["cluster"]["controller"]
+    assert controller["report_path"] == "/sites/prod/artifacts/cluster-report.json"
+    assert controller["plan_path"] == "/sites/prod/artifacts/cluster-plan.json"
+    assert controller["metrics_dashboards_dir"].startswith("/sites/prod/artifacts/")
+    assert controller["token_file"] == "/sites/prod/.rlinf/secrets/ray-auth-token"
+    # Only read (adopted once), never written: where earlier releases kept the token.
+    assert controller["legacy_token_file"] == collection + "/artifacts/secrets/ray-auth-token"
+    # An inventory without a directory (-i a,b,): the working directory, still not the collection.
+    bare = P.static_plan(GROUPS, hostvars(), context)["cluster"]["controller"]
+    assert bare["report_path"] == "/home/me/artifacts/cluster-report.json"
+    assert bare["token_file"] == "/home/me/artifacts/secrets/ray-auth-token"
+    assert not any(str(v).startswith(collection) for k, v in bare.items() if k != "legacy_token_file")
+    # rlinf_artifacts_dir still wins.
+    mine = {"rlinf_artifacts_dir": "/srv/reports"}
+    chosen = P.static_plan(GROUPS, hostvars(h=mine, w1=mine, w2=mine), context)["cluster"]["controller"]
+    assert chosen["report_path"] == "/srv/reports/cluster-report.json"
 
 
 def test_a_checkout_and_an_installed_collection_share_the_state_of_one_inventory():
