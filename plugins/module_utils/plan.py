@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from packaging.version import Version
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import (
-    disk,
     auth_token,
+    disk,
     firewall,
     metrics,
     render,

@@ -543,8 +543,9 @@ def evaluate(
                 "(re-run site.yml: ray_num_cpus unset or >= 1).",
             )
         for key, want in sorted((exp.get("resources") or {}).items()):
+            # Ray leaves a resource of 0 out of the node's map (ray_num_cpus: 0 has no CPU key).
             got = _number(node["resources"].get(key))
-            if got is not None and got + EPSILON >= want:
+            if (got or 0.0) + EPSILON >= want:
                 continue
             short_keys.add(key)
             if is_builtin_resource(key):

@@ -106,17 +106,20 @@ def rlinf_lab(tmp_path_factory, hosts):
     tmp = tmp_path_factory.mktemp("workload")
     checkout = fake_checkout(tmp / "RLinf", "workload")
 
-    def inventory(**extra):
+    def inventory(host_mutate=lambda groups: None, **extra):
+        settings = {
+            **TORCH_VARS,
+            "rlinf_code_sync": "rsync",
+            "rlinf_src": str(checkout),
+            "rlinf_code_dest": CHECKOUT,
+            "ray_node_writable_paths": [DATA_DIR],
+            **extra,
+        }
+
         def mutate(groups):
             for group in ("ray_head", "ray_workers"):
-                groups[group].setdefault("vars", {}).update(
-                    TORCH_VARS,
-                    rlinf_code_sync="rsync",
-                    rlinf_src=str(checkout),
-                    rlinf_code_dest=CHECKOUT,
-                    ray_node_writable_paths=[DATA_DIR],
-                    **extra,
-                )
+                groups[group].setdefault("vars", {}).update(settings)
+            host_mutate(groups)
 
         return write_inventory(tmp, mutate)
 
@@ -127,7 +130,7 @@ def rlinf_lab(tmp_path_factory, hosts):
     for address in hosts.values():
         ssh(address, WEIGHTS_SCRIPT)
     try:
-        yield inventory, tmp
+        yield inventory
     finally:
         remove_torch(hosts)
         leftovers = f"{CHECKOUT} {DATA_DIR} {USER_DATA_DIR} /root/models /root/.cache/rlinf-workload"
@@ -149,7 +152,7 @@ def test_rlinf_trains_with_the_firewall_on(rlinf_lab, hosts):
 
 
 def test_rlinf_trains_under_the_default_unit(rlinf_lab, hosts, tmp_path):
-    inventory, _ = rlinf_lab
+    inventory = rlinf_lab
     run = run_playbook("site.yml", tmp_path, inventory=inventory())
     assert run.rc == 0, run.stdout[-3000:]
     head = next(iter(hosts.values()))
@@ -166,7 +169,7 @@ def test_rlinf_trains_under_the_default_unit(rlinf_lab, hosts, tmp_path):
 
 
 def test_a_read_only_checkpoint_dir_fails_naming_node_and_operation(rlinf_lab, hosts, tmp_path):
-    inventory, _ = rlinf_lab
+    inventory = rlinf_lab
     names = list(hosts)
     worker = names[-1]
     # Read-only for Ray on that node alone, inside its unit's mount namespace (whoever runs Ray: root's
@@ -196,22 +199,14 @@ def test_a_read_only_checkpoint_dir_fails_naming_node_and_operation(rlinf_lab, h
 def test_nodes_without_cpus_are_named_by_readiness_and_by_status(rlinf_lab, hosts, tmp_path):
     """Every RLinf actor asks 1 CPU: a worker started with none (accepted without an RLinf config)
     fails readiness; a head with none (refused by the plan, started so by hand) fails status itself."""
-    inventory, tmp = rlinf_lab
+    inventory = rlinf_lab
     names = list(hosts)
     worker = names[-1]
 
     def worker_without_cpus(groups):
-        for group in ("ray_head", "ray_workers"):
-            groups[group].setdefault("vars", {}).update(
-                TORCH_VARS,
-                rlinf_code_sync="rsync",
-                rlinf_src=str(tmp / "RLinf"),
-                rlinf_code_dest=CHECKOUT,
-                ray_node_writable_paths=[DATA_DIR],
-            )
         groups["ray_workers"]["hosts"][worker]["ray_num_cpus"] = 0
 
-    starved = write_inventory(tmp_path, worker_without_cpus)
+    starved = inventory(host_mutate=worker_without_cpus)
     run = run_playbook("site.yml", tmp_path, inventory=starved)
     assert run.rc == 0, run.stdout[-3000:]
     status, report = run_status(tmp_path, inventory=starved, rlinf_readiness=True)
@@ -259,7 +254,7 @@ ALIVE_CPUS = (
 
 
 def test_rlinf_trains_as_ray_node_user(rlinf_lab, hosts, tmp_path):
-    inventory, _ = rlinf_lab
+    inventory = rlinf_lab
     as_user = inventory(ray_node_user="ray", ray_node_writable_paths=[USER_DATA_DIR])
     run = run_playbook("site.yml", tmp_path, inventory=as_user)
     assert run.rc == 0, run.stdout[-3000:]

@@ -497,3 +497,10 @@ def test_a_node_not_running_its_plans_interpreter_is_named_with_the_fix():
     assert problem.startswith("host 'w2' (rank 2")
     assert f"the Ray worker interpreter is /usr/bin/python3 but the plan starts Ray with {EXE}" in problem
     assert "re-run site.yml" in problem
+
+
+def test_a_resource_declared_as_zero_that_ray_leaves_out_is_not_short():
+    """ray_num_cpus: 0 on a worker: Ray's node map has no CPU key at all."""
+    nodes, probes = healthy()
+    del nodes[2]["Resources"]["CPU"]
+    assert run(expected({"w2": {"CPU": 0}}), nodes, probes)["problems"] == []
