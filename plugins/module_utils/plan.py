@@ -1024,9 +1024,23 @@ def _filled_dirs(node: Mapping, cluster: Mapping) -> list[str]:
     return keys
 
 
-def _adoption_problems(name: str, node: Mapping, probe: Mapping, cluster: Mapping, problems: list[Problem]) -> None:
-    """Never adopt what exists: a directory we would fill is ours (in the manifest), missing or empty."""
-    recorded = {entry.get("path") for entry in probe.get("manifest") or []}
+def _peers_recorded(name: str, plan: Mapping, probes: Mapping[str, Mapping]) -> frozenset:
+    """What the other Ray nodes of this node's machine recorded as ours (a wheelhouse they share)."""
+    machine = plan["nodes"][name].get("machine")
+    return frozenset(
+        entry.get("path")
+        for other, node in plan["nodes"].items()
+        if other != name and machine and node.get("machine") == machine
+        for entry in (probes.get(other) or {}).get("manifest") or []
+    )
+
+
+def _adoption_problems(
+    name: str, node: Mapping, probe: Mapping, cluster: Mapping, problems: list[Problem], peers_recorded=frozenset()
+) -> None:
+    """Never adopt what exists: a directory we would fill is ours (in the manifest, or in the manifest
+    of another of our Ray nodes on the same machine, which shares it), missing or empty."""
+    recorded = {entry.get("path") for entry in probe.get("manifest") or []} | set(peers_recorded)
     for key in _filled_dirs(node, cluster):
         info = (probe.get("paths") or {}).get(key) or {}
         path = info.get("path") or node["paths"][key]
@@ -1131,7 +1145,13 @@ def _interpreter_problems(name: str, node: Mapping, probe: Mapping, problems: li
 
 
 def _host_problems(
-    name: str, node: Mapping, probe: Mapping, plan: Mapping, purpose: str, problems: list[Problem]
+    name: str,
+    node: Mapping,
+    probe: Mapping,
+    plan: Mapping,
+    purpose: str,
+    problems: list[Problem],
+    peers_recorded: frozenset = frozenset(),
 ) -> None:
     if probe.get("failed") or probe.get("unreachable"):
         problems.append(Problem(name, f"could not be probed: {probe.get('msg') or 'unknown error'}."))
@@ -1151,7 +1171,7 @@ def _host_problems(
         )
     _python_problems(name, node, probe, plan["cluster"]["ray_version"], problems)
     if purpose == "site":
-        _adoption_problems(name, node, probe, plan["cluster"], problems)
+        _adoption_problems(name, node, probe, plan["cluster"], problems, peers_recorded)
     if node["service"]["sandbox"] and purpose == "site":
         _sandbox_problems(name, probe.get("sandbox") or {}, problems)
     if purpose == "site":
@@ -1232,7 +1252,7 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
             entry["deployed"] = bool(record)
             resolved[name] = entry
             continue
-        _host_problems(name, node, probe, plan, purpose, problems)
+        _host_problems(name, node, probe, plan, purpose, problems, _peers_recorded(name, plan, probes))
         if purpose == "site" and not probe.get("failed") and not probe.get("unreachable"):
             # A new venv (Ray, its dependencies, RLinf's pins): pip needs room for the wheels and the tree.
             installs = node.get("installs_venv", True) and not (probe.get("venv") or {}).get("exists", False)

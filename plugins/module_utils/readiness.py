@@ -597,10 +597,15 @@ def evaluate_workers(expected: Sequence[Mapping], found: Mapping, tail: str | No
             )
     elif state == "timeout":
         step = WORKER_STEPS.get(found.get("phase"), found.get("phase") or "running RLinf's workers")
+        hint = (
+            "RLinf's send/recv opens ports of its own, not Ray's: check a firewall between the nodes (the TCP "
+            "check names the nodes that cannot reach which peer)"
+            if found.get("phase") == "ring"
+            else "check every node has a free CPU (a training run holds them)"
+        )
         problems.append(
             f"RLinf: attached, then did not finish {step} within {found.get('timeout')} s (its last words: "
-            f"{tail or 'no output'!r}); check every node has a free CPU (a training run holds them) and "
-            "`journalctl -u rlinf-ray` on the nodes."
+            f"{tail or 'no output'!r}); {hint}, and `journalctl -u rlinf-ray` on the nodes."
         )
     elif state == "failed":
         problems.append(f"RLinf: its workers failed: {found.get('error') or tail or 'no output'}")

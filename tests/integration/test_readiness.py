@@ -209,5 +209,11 @@ def test_a_worker_cut_off_from_its_peers_fails_readiness_only(torch_lab, tmp_pat
     assert all(f"'{n}'" in cut for n in names if n != worker) and f"from eth0 ({hosts[worker]})" in cut, cut
     assert f"cannot reach peers: {worker}" in ready["summary"]
     assert "eth0" in run.stdout and f"cannot reach peers: {worker}" in run.stdout
-    # Ray's own ports were left open: RLinf's scheduler still attached with the right map.
-    assert ready["rlinf"]["state"] == "attached" and ready["rlinf"]["ok"], ready["rlinf"]
+    # Ray's own ports were left open: RLinf's scheduler still attached with the right map, but its
+    # workers' send/recv (ports of RLinf's own, like the collectives') did not get through.
+    rlinf = ready["rlinf"]
+    assert rlinf["state"] == "attached" and not rlinf["ok"], rlinf
+    assert rlinf["workers"]["state"] == "timeout", rlinf["workers"]
+    (problem,) = rlinf["workers"]["problems"]
+    assert "did not finish passing a message from each node to the next (RLinf's send/recv)" in problem, problem
+    assert "a firewall between the nodes" in problem, problem

@@ -137,3 +137,29 @@ def test_every_host_problem_is_reported_at_once():
         {"wheelhouse": found_dir("/opt/rlinf/wheelhouse"), "code_wheel_dir": found_dir("/opt/rlinf/code-sync")},
     )
     assert [f.split(":", 2)[1].strip() for f in found] == ["python_env_node_wheelhouse_dir", "code_sync_node_wheel_dir"]
+
+
+def test_a_wheelhouse_another_ray_node_of_the_machine_recorded_is_ours_too():
+    """RLinf's compute + control layout: two Ray nodes of one machine, each with its own venv, share the
+    wheelhouse the first recorded; the second must not call it somebody else's."""
+    groups = {"ray_head": ["h"], "ray_workers": ["h-b"]}
+    second = {
+        "ray_port": 6390,
+        "ray_node_unit_name": "rlinf-ray-b",
+        "rlinf_env_file": "/etc/rlinf/rlinf-b.env",
+        "rlinf_env_profile_script": "/etc/profile.d/rlinf-b.sh",
+        "ray_temp_dir": "/tmp/ray-b",
+        "rlinf_venv_dir": "/opt/rlinf/venv-b",
+    }
+    hv = {
+        "h": {"ansible_host": "10.0.0.1", "rlinf_gpus_per_node": 0},
+        "h-b": {"ansible_host": "10.0.0.1", "rlinf_gpus_per_node": 0, **second},
+    }
+    plan = P.static_plan(groups, hv)
+    full = {"wheelhouse": found_dir("/opt/rlinf/wheelhouse")}
+    mine = [{"path": "/opt/rlinf/wheelhouse", "kind": "tree"}]
+    resolved = P.resolve(plan, {"h": probe("10.0.0.1", full, mine), "h-b": probe("10.0.0.1", full)}, "site")
+    assert set(resolved["nodes"]) == {"h", "h-b"}
+    with pytest.raises(PlanError) as err:
+        P.resolve(plan, {"h": probe("10.0.0.1", full), "h-b": probe("10.0.0.1", full)}, "site")
+    assert any("h-b" in p and "python_env_node_wheelhouse_dir" in p for p in sentences(err.value.problems))

@@ -396,3 +396,10 @@ def test_small_formatters():
     assert r.human_bytes(16 << 20) == "16 MiB" and r.human_bytes(1000) == "1000 B"
     assert r.format_seconds(0.00042) == "420 us" and r.format_seconds(0.0031) == "3.1 ms"
     assert r.format_rate(0.05) == "50.0 MB/s" and r.format_rate(None) == "-"
+
+
+def test_a_hang_in_the_ring_points_at_a_firewall_between_the_nodes():
+    found = {"state": "attached_unconfirmed", "workers": {"state": "timeout", "phase": "ring", "timeout": 30}}
+    (problem,) = r.evaluate_rlinf(NODES, 3, found)["problems"]
+    assert "did not finish passing a message from each node to the next (RLinf's send/recv) within 30 s" in problem
+    assert "check a firewall between the nodes" in problem and "free CPU" not in problem
