@@ -22,7 +22,7 @@ FLEET_LAB ?= LAB_NAME=rlinf-lab-fleet LAB_SUBNET=10.89.83.0/24 LAB_DATA_SUBNET=1
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv lock host image lab-up lab lab-down status teardown test lint unit controller test-lab test-lab-2 \
+.PHONY: help venv lock host image lab-up lab lab-down status teardown test lint unit controller test-lab test-lab-2 lab-durations \
 	molecule \
 	test-fleet bench clean
 
@@ -99,8 +99,13 @@ LAB_B := LAB_NAME=rlinf-lab-b LAB_SUBNET=10.89.86.0/24 LAB_DISTRO=bookworm LAB_S
 test-lab-2: lab-up
 	$(LAB_B) $(BIN)/python lab/lab.py up --nodes $(LAB_NODES)
 	RLINF_LAB_INVENTORIES="$(abspath $(INVENTORY)) $(CURDIR)/.lab/rlinf-lab-b/inventory" \
-	  $(BIN)/pytest -m "lab and not scenario" -q -n 2 --dist loadfile --durations=30 tests/integration; \
+	  $(BIN)/pytest -m "lab and not scenario" -q -n 2 --dist loadfile --durations=30 --junitxml=.lab/lab-suite.xml tests/integration; \
 	  status=$$?; $(LAB_B) $(BIN)/python lab/lab.py down >/dev/null; exit $$status
+
+# The lab suite's modules go longest first (tests/integration/longest_first.py) by the seconds in
+# tests/integration/module_durations.json; this rewrites them from the last make test-lab-2.
+lab-durations: venv
+	$(BIN)/python tests/integration/longest_first.py .lab/lab-suite.xml
 
 # The scenarios run on the bookworm image, whatever LAB_DISTRO says.
 molecule: host venv

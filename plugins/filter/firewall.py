@@ -1,10 +1,12 @@
-"""Jinja filter over plugins/module_utils/firewall.py (the firewall rules of one machine)."""
+"""Jinja filters over plugins/module_utils/firewall.py (the firewall rules of one machine) and
+host_firewall.py (what ufw says)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.firewall import FirewallError, machine_rules
+from ansible_collections.rlinf.cluster.plugins.module_utils.host_firewall import parse_ufw
 
 
 def _firewall_rules(plan, host):
@@ -16,4 +18,4 @@ def _firewall_rules(plan, host):
 
 class FilterModule:
     def filters(self):
-        return {"firewall_rules": _firewall_rules}
+        return {"firewall_rules": _firewall_rules, "ufw_status": lambda text: parse_ufw(str(text))}

@@ -13,16 +13,16 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.overlay import (
 )
 
 
-def _overlay_members(groups, hostvars, subnet=DEFAULT_SUBNET, dev_name=DEFAULT_DEV):
+def _overlay_members(groups, hostvars, subnet=DEFAULT_SUBNET, dev_name=DEFAULT_DEV, allow_public=False):
     try:
-        return overlay_members(groups, hostvars, subnet, dev_name)
+        return overlay_members(groups, hostvars, subnet, dev_name, bool(allow_public))
     except OverlayError as err:
         raise AnsibleFilterError(str(err)) from None
 
 
-def _overlay_problems(groups, hostvars, subnet=DEFAULT_SUBNET, dev_name=DEFAULT_DEV):
+def _overlay_problems(groups, hostvars, subnet=DEFAULT_SUBNET, dev_name=DEFAULT_DEV, allow_public=False):
     try:
-        return overlay_problems(groups, hostvars, subnet, dev_name)
+        return overlay_problems(groups, hostvars, subnet, dev_name, bool(allow_public))
     except OverlayError as err:
         return err.problems
 

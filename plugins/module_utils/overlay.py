@@ -32,8 +32,16 @@ class OverlayError(ValueError):
         super().__init__("\n".join(self.problems))
 
 
-def parse_subnet(subnet: object) -> ipaddress.IPv4Network:
-    """The overlay subnet as an IPv4Network; raises OverlayError with a readable sentence."""
+PUBLIC_VAR = "easytier_allow_public_subnet"
+
+
+def parse_subnet(subnet: object, allow_public: bool = False) -> ipaddress.IPv4Network:
+    """The overlay subnet as an IPv4Network; raises OverlayError with a readable sentence.
+
+    Overlay addresses are routed to the TUN device on every member, so a range the member
+    also needs for something else is refused: loopback, link-local (cloud metadata lives
+    there), multicast, reserved, and, unless ``allow_public``, a public range someone else
+    owns (the members would no longer reach it)."""
     text = str(subnet).strip()
     try:
         network = ipaddress.ip_network(text, strict=True)
@@ -49,6 +57,27 @@ def parse_subnet(subnet: object) -> ipaddress.IPv4Network:
         raise OverlayError([f"{SUBNET_VAR}={text!r} must be an IPv4 network such as {DEFAULT_SUBNET}."])
     if network.prefixlen > 30:
         raise OverlayError([f"{SUBNET_VAR}={text!r} is too small: use a prefix of /30 or shorter (e.g. /24)."])
+    for kind, taken in (
+        ("loopback", network.is_loopback),
+        ("link-local (cloud metadata services answer there)", network.is_link_local),
+        ("multicast", network.is_multicast),
+        ("reserved", network.is_reserved or network.network_address.is_unspecified),
+    ):
+        if taken:
+            raise OverlayError(
+                [
+                    f"{SUBNET_VAR}={text!r} is {kind}, which every member needs as it is: use a private range (e.g. "
+                    f"{DEFAULT_SUBNET})."
+                ]
+            )
+    if network.is_global and not allow_public:
+        raise OverlayError(
+            [
+                f"{SUBNET_VAR}={text!r} is a public range: the members would route it into the overlay and lose "
+                f"whoever owns it. Use a private range (10/8, 172.16/12, 192.168/16, 100.64/10), or set "
+                f"{PUBLIC_VAR}: true if the range is yours."
+            ]
+        )
     return network
 
 
@@ -124,6 +153,7 @@ def overlay_members(
     hostvars: Mapping[str, Mapping],
     subnet: object = DEFAULT_SUBNET,
     dev_name: str = DEFAULT_DEV,
+    allow_public: bool = False,
 ) -> list[dict]:
     """Return the overlay members in order as dicts.
 
@@ -133,7 +163,7 @@ def overlay_members(
     Raises OverlayError listing every problem found.
     """
     problems: list[str] = []
-    network = parse_subnet(subnet)
+    network = parse_subnet(subnet, allow_public)
 
     bootstraps = list(dict.fromkeys(groups.get(BOOTSTRAP_GROUP) or []))
     if not bootstraps:
@@ -225,10 +255,11 @@ def overlay_problems(
     hostvars: Mapping[str, Mapping],
     subnet: object = DEFAULT_SUBNET,
     dev_name: str = DEFAULT_DEV,
+    allow_public: bool = False,
 ) -> list[str]:
     """Every problem with the overlay membership and addresses; an empty list means usable."""
     try:
-        overlay_members(groups, hostvars, subnet, dev_name)
+        overlay_members(groups, hostvars, subnet, dev_name, allow_public)
     except OverlayError as err:
         return err.problems
     return []

@@ -30,6 +30,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils import (
     auth_token,
     disk,
     firewall,
+    host_firewall,
     metrics,
     render,
     rules,
@@ -507,10 +508,22 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
             for name in member_names:
                 readers[name].get(var)
         for var in schema.EASYTIER_VARS:
-            if var.name in ("easytier_network_name", "easytier_network_secret", "easytier_subnet", "easytier_dev_name"):
+            if var.name in (
+                "easytier_network_name",
+                "easytier_network_secret",
+                "easytier_subnet",
+                "easytier_allow_public_subnet",
+                "easytier_dev_name",
+            ):
                 _cluster_scope(member_names, readers, [var._replace(scope="cluster")], problems)
         try:
-            found = overlay_members(groups, hostvars, head_reader["easytier_subnet"], head_reader["easytier_dev_name"])
+            found = overlay_members(
+                groups,
+                hostvars,
+                head_reader["easytier_subnet"],
+                head_reader["easytier_dev_name"],
+                head_reader["easytier_allow_public_subnet"],
+            )
         except OverlayError as err:
             problems.extend(Problem(None, text) for text in err.problems)
         else:
@@ -623,6 +636,8 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         node["metrics"] = metrics.node_settings(node, metrics_settings, readers[name][metrics.NODE_EXPORTER_PORT_VAR])
     problems.extend(Problem(None, text) for text in metrics.port_problems(list(nodes.values()), metrics_settings))
     firewall_on = head_reader["rlinf_firewall_enabled"]
+    for node in nodes.values():
+        node["firewall"]["manage_host"] = head_reader["rlinf_firewall_manage_host"]
     if firewall_on:
         problems.extend(Problem(None, text) for text in firewall.port_problems(list(nodes.values())))
 
@@ -1213,6 +1228,18 @@ def _host_problems(
         )
 
 
+def _host_firewall_problems(resolved: dict[str, dict], probes: Mapping[str, Mapping], problems: list[Problem]) -> None:
+    """ufw or firewalld on a node that would drop the other nodes' Ray traffic; with
+    rlinf_firewall_manage_host, the ufw rules this run adds instead (the firewall role)."""
+    ips = {name: entry["ip"] for name, entry in resolved.items() if entry.get("ip")}
+    for name, entry in resolved.items():
+        found = probes[name].get("host_firewall") or {}
+        peers = list(dict.fromkeys(ip for other, ip in ips.items() if ip != ips.get(name)))
+        manage = entry["firewall"]["manage_host"]
+        problems.extend(Problem(name, text) for text in host_firewall.problems(found, peers, manage))
+        entry["host_firewall"] = {"ufw_add": host_firewall.closed_peers(found, peers) if manage else []}
+
+
 def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site") -> dict:
     """Apply the address rule to every probed node and render what each writes; raises PlanError.
 
@@ -1274,6 +1301,9 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
                 )
             )
         resolved[name] = entry
+
+    if purpose == "site":
+        _host_firewall_problems(resolved, probes, problems)
 
     token = None
     if purpose in RENDER_PURPOSES and cluster["auth"]:

@@ -225,6 +225,7 @@ VARS = (
     ),
     # Firewall
     Var("rlinf_firewall_enabled", False, r.boolean, "cluster", _BOOL + ", the same on every node"),
+    Var("rlinf_firewall_manage_host", False, r.boolean, "cluster", _BOOL + ", the same on every node"),
     Var(
         "rlinf_firewall_allowed_sources",
         [],
@@ -420,6 +421,7 @@ EASYTIER_VARS = (
     ),
     Var("easytier_network_secret", "", r.secret(12), "member", "a secret of >= 12 printable characters (Vault)"),
     Var("easytier_subnet", "10.144.0.0/24", r.ipv4_network, "member", "an IPv4 network in CIDR form"),
+    Var("easytier_allow_public_subnet", False, r.boolean, "member", _BOOL + ", the same on every member"),
     Var("easytier_dev_name", "et0", r.device, "member", "a device name (1-15 of A-Z a-z 0-9 _ . -)"),
     Var("easytier_listen_port", 11010, r.port, "member", _PORT),
     Var(
@@ -551,6 +553,8 @@ RUNTIME_VARS = frozenset(
         "firewall_running",
         "firewall_state",
         "firewall_table_listed",
+        "firewall_ufw",
+        "firewall_ufw_status",
         "firewall_unit",
         "firewall_unit_file",
         "metrics_bins",

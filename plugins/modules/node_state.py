@@ -22,6 +22,8 @@ description:
     unit with C(PrivateMounts=yes) reads its namespace). Where it cannot (a container without
     C(CAP_SYS_ADMIN)), systemd skips C(ProtectSystem=), C(ProtectHome=) and C(ReadWritePaths=)
     silently.
+  - The host firewalls that are not rlinf-ansible's (C(ufw status verbose), whether firewalld runs and its
+    trusted zone's sources), since they drop Ray's traffic whatever rlinf-ansible's own nft table accepts.
   - A path is rlinf-ansible's when its manifest O(manifest) lists it or its first line says
     C(Managed by rlinf-ansible).
 version_added: 0.2.0
@@ -177,6 +179,18 @@ token:
   returned: always
   type: dict
   sample: {present: true, sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08}
+host_firewall:
+  description:
+    - The host firewalls that are not rlinf-ansible's. C(ufw) is C(ufw status verbose) read as C(active),
+      C(incoming) (the default policy), C(sources) (addresses or networks allowed on every port) and C(ours)
+      (those rules commented C(rlinf-ansible)), empty without ufw; C(firewalld) whether it runs, and
+      C(firewalld_trusted) the sources of its trusted zone.
+  returned: always
+  type: dict
+  sample:
+    ufw: {active: true, incoming: deny, sources: [10.0.0.11], ours: [10.0.0.11]}
+    firewalld: false
+    firewalld_trusted: ""
 """
 
 import hashlib  # noqa: E402
@@ -188,6 +202,7 @@ import sys  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.disk import usage  # noqa: E402
+from ansible_collections.rlinf.cluster.plugins.module_utils.host_firewall import parse_ufw  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.node_files import (  # noqa: E402
     is_ours,
     read_manifest,
@@ -372,6 +387,25 @@ def token_info(path):
         return {"present": False, "sha256": "", "error": err.strerror or str(err)}
 
 
+def host_firewalls(module):
+    """What ufw and firewalld say here, in their own words (host_firewall.py judges them)."""
+    found = {"ufw": {}, "firewalld": False, "firewalld_trusted": ""}
+    ufw = module.get_bin_path("ufw", opt_dirs=["/usr/sbin", "/sbin"])
+    if ufw:
+        rc, out, _err = module.run_command([ufw, "status", "verbose"], environ_update={"LC_ALL": "C"})
+        if rc == 0:
+            found["ufw"] = parse_ufw(out)
+    if os.path.isdir("/run/systemd/system"):
+        _rc, out, _err = module.run_command(["systemctl", "is-active", "firewalld"])
+        found["firewalld"] = out.strip() == "active"
+    if found["firewalld"]:
+        cmd = module.get_bin_path("firewall-cmd", opt_dirs=["/usr/bin", "/usr/sbin"])
+        if cmd:
+            _rc, out, _err = module.run_command([cmd, "--zone=trusted", "--list-sources"])
+            found["firewalld_trusted"] = out.strip()
+    return found
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -411,6 +445,7 @@ def main():
         "sandbox": {},
         "disk": {key: usage(str(path)) for key, path in params["disk"].items() if path},
         "token": token_info(params["token_file"]) if params["token_file"] else {},
+        "host_firewall": host_firewalls(module),
     }
     if params["unit"]:
         _rc, out, _err = module.run_command(["systemctl", "is-active", params["unit"]])

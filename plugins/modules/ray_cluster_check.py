@@ -49,7 +49,9 @@ options:
     default: {}
   timeout:
     description:
-      - Seconds to wait for the head to accept connections and the expected nodes to be ALIVE.
+      - Seconds to wait for the head to accept connections, and again for the expected nodes to be
+        ALIVE once this driver is connected (importing Ray and connecting, slow on a loaded head, do
+        not eat into the nodes' time).
       - The probe tasks get up to the same number of seconds again, unless O(probe_timeout) is set.
     type: int
     default: 60
@@ -402,7 +404,7 @@ class RayClusterCheck:
                 "settings when token auth is on)."
             )
         try:
-            raw = self.wait_for_nodes(ray, expected, deadline)
+            raw = self.wait_for_nodes(ray, expected, self.clock() + self.timeout)
             probes = {}
             if self.params["probe"]:
                 alive_ids = [n.get("NodeID") for n in raw if n.get("Alive") or str(n.get("State")).upper() == "ALIVE"]

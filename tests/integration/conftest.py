@@ -11,6 +11,15 @@ import time
 
 import pytest
 from lab_helpers import cluster_problems, lab_hosts, run_playbook
+from longest_first import LongestFirst
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """make test's two labs: the longest module left goes to the lab that is free (longest_first.py)."""
+    if config.getoption("dist") == "loadfile":
+        return LongestFirst(config, log)
+    return None
 
 
 @pytest.fixture(scope="module")

@@ -150,3 +150,31 @@ def test_filter_raises_a_readable_error():
     with pytest.raises(AnsibleFilterError, match="missing or empty"):
         filters["overlay_members"](groups(bootstrap=()), {})
     assert filters["overlay_problems"](groups(), {}, "bad") != []
+
+
+@pytest.mark.parametrize(
+    ("subnet", "kind"),
+    [
+        ("127.0.0.0/24", "loopback"),
+        ("169.254.0.0/24", "link-local"),
+        ("224.0.0.0/24", "multicast"),
+        ("240.0.0.0/24", "reserved"),
+        ("0.0.0.0/24", "reserved"),
+    ],
+)
+def test_a_range_every_member_needs_is_refused_even_when_public_is_allowed(subnet, kind):
+    with pytest.raises(OverlayError) as err:
+        parse_subnet(subnet, allow_public=True)
+    assert f"easytier_subnet='{subnet}' is {kind}" in str(err.value)
+
+
+def test_a_public_range_needs_easytier_allow_public_subnet():
+    with pytest.raises(OverlayError) as err:
+        parse_subnet("8.8.8.0/24")
+    assert "is a public range" in str(err.value) and "easytier_allow_public_subnet: true" in str(err.value)
+    assert str(parse_subnet("8.8.8.0/24", allow_public=True)) == "8.8.8.0/24"
+
+
+@pytest.mark.parametrize("subnet", ["10.144.0.0/24", "172.16.5.0/24", "192.168.7.0/24", "100.64.0.0/24"])
+def test_private_and_shared_ranges_are_accepted(subnet):
+    assert str(parse_subnet(subnet)) == subnet
