@@ -11,13 +11,14 @@ import time
 
 import pytest
 from lab_helpers import cluster_problems, lab_hosts, run_playbook
-from longest_first import LongestFirst
+from longest_first import DURATIONS, LongestFirst
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """make test's two labs: the longest module left goes to the lab that is free (longest_first.py)."""
-    if config.getoption("dist") == "loadfile":
+    """make test's two labs: the longest module left goes to the lab that is free (longest_first.py).
+    Without measured durations, xdist's own order (by test count)."""
+    if config.getoption("dist") == "loadfile" and DURATIONS.exists():
         return LongestFirst(config, log)
     return None
 
