@@ -615,6 +615,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
                 "nft": reader["firewall_nft_bin"],
                 "allowed_sources": reader["rlinf_firewall_allowed_sources"],
                 "client_sources": reader["rlinf_firewall_client_sources"],
+                "manage_host": head_reader["rlinf_firewall_manage_host"],
             },
         }
         if head_reader["rlinf_code_sync"] == "rsync" and node["code_dest"]:
@@ -636,8 +637,6 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         node["metrics"] = metrics.node_settings(node, metrics_settings, readers[name][metrics.NODE_EXPORTER_PORT_VAR])
     problems.extend(Problem(None, text) for text in metrics.port_problems(list(nodes.values()), metrics_settings))
     firewall_on = head_reader["rlinf_firewall_enabled"]
-    for node in nodes.values():
-        node["firewall"]["manage_host"] = head_reader["rlinf_firewall_manage_host"]
     if firewall_on:
         problems.extend(Problem(None, text) for text in firewall.port_problems(list(nodes.values())))
 
@@ -1234,7 +1233,7 @@ def _host_firewall_problems(resolved: dict[str, dict], probes: Mapping[str, Mapp
     ips = {name: entry["ip"] for name, entry in resolved.items() if entry.get("ip")}
     for name, entry in resolved.items():
         found = probes[name].get("host_firewall") or {}
-        peers = list(dict.fromkeys(ip for other, ip in ips.items() if ip != ips.get(name)))
+        peers = list(dict.fromkeys(ip for ip in ips.values() if ip != ips.get(name)))
         manage = entry["firewall"]["manage_host"]
         problems.extend(Problem(name, text) for text in host_firewall.problems(found, peers, manage))
         entry["host_firewall"] = {"ufw_add": host_firewall.closed_peers(found, peers) if manage else []}
