@@ -45,7 +45,9 @@ LAB_INVENTORY = Path(os.environ.get("RLINF_LAB_INVENTORY", ROOT / "inventories" 
 # ansible-runner finds ansible-playbook on PATH: use the one beside the interpreter running
 # the tests (the controller venv), however pytest was started.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-PLAYBOOK_TIMEOUT = 900
+# make test runs three streams on two cores: a site.yml that installs torch on three nodes took
+# 167 s alone and over 350 s there. The bound is for a run that hangs, not for a slow one.
+PLAYBOOK_TIMEOUT = 1800
 # Prefix for commands on a node that act as a Ray driver: the nodes' environment, with
 # RAY_AUTH_MODE and the token's path, as Ray itself runs with.
 NODE_ENV = "set -a; . /etc/rlinf/rlinf.env; set +a;"
