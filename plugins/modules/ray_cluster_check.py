@@ -49,9 +49,10 @@ options:
     default: {}
   timeout:
     description:
-      - Seconds to wait for the head to accept connections, and again for the expected nodes to be
-        ALIVE once this driver is connected (importing Ray and connecting, slow on a loaded head, do
-        not eat into the nodes' time).
+      - Seconds to wait for the head to accept connections and this driver to connect (a head Ray
+        just restarted refuses drivers until its own node has registered), and again for the
+        expected nodes to be ALIVE once it is connected (importing Ray and connecting, slow on a
+        loaded head, do not eat into the nodes' time).
       - The probe tasks get up to the same number of seconds again, unless O(probe_timeout) is set.
     type: int
     default: 60
@@ -63,7 +64,7 @@ options:
     type: int
     version_added: 0.2.0
   poll_interval:
-    description: Seconds between two reads of the node table.
+    description: Seconds between two reads of the node table, and between two attempts to connect.
     type: float
     default: 1
   probe:
@@ -302,6 +303,25 @@ class RayClusterCheck:
                 return last
             self.sleep(self.poll_interval)
 
+    def connect(self, ray, init_args, deadline):
+        """ray.init, again until the deadline: a head whose Ray just restarted answers on its port
+        before its own node has registered, and refuses drivers until then."""
+        while True:
+            try:
+                ray.init(**init_args)
+                return
+            except Exception as err:
+                with contextlib.suppress(Exception):
+                    ray.shutdown()
+                if self.clock() >= deadline:
+                    self.fail(
+                        f"cannot connect to the Ray cluster at {self.address} as a driver from "
+                        f"{sys.executable} within {self.timeout} s ({type(err).__name__}: {str(err).strip()[:500]}); "
+                        "the driver must run on the head with the same Python and Ray as the cluster (and the "
+                        "same RAY_AUTH_* settings when token auth is on)."
+                    )
+            self.sleep(self.poll_interval)
+
     def wait_for_nodes(self, ray, expected, deadline):
         """Poll until every expected node is ALIVE and no extra one is, or the deadline.
 
@@ -394,15 +414,7 @@ class RayClusterCheck:
             "namespace": "rlinf_cluster_check",
             "_node_ip_address": self.params.get("node_ip") or host,
         }
-        try:
-            ray.init(**init_args)
-        except Exception as err:
-            self.fail(
-                f"cannot connect to the Ray cluster at {self.address} as a driver from "
-                f"{sys.executable} ({type(err).__name__}: {str(err).strip()[:500]}); the driver must run "
-                "on the head with the same Python and Ray as the cluster (and the same RAY_AUTH_* "
-                "settings when token auth is on)."
-            )
+        self.connect(ray, init_args, deadline)
         try:
             raw = self.wait_for_nodes(ray, expected, self.clock() + self.timeout)
             probes = {}

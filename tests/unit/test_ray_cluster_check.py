@@ -357,6 +357,41 @@ def test_init_error_is_a_sentence(monkeypatch, module_exits, gcs):
     assert "cannot connect to the Ray cluster" in msg and "authentication failed" in msg
 
 
+def test_a_head_that_refuses_drivers_at_first_is_tried_again_until_it_accepts(monkeypatch, module_exits, gcs):
+    """Ray just restarted on the head: its port answers before its own node registered."""
+    fake = FakeRay([HEALTHY], PROBES)
+    attempts = []
+    real_init = fake.init
+
+    def init(**kwargs):
+        attempts.append(kwargs)
+        if len(attempts) < 3:
+            raise ConnectionError(f"Failed to connect to Ray cluster at {gcs}")
+        real_init(**kwargs)
+
+    fake.init = init
+    with pytest.raises(ExitJson) as exc:
+        run_module(monkeypatch, fake, args(gcs, timeout=30))
+    assert len(attempts) == 3
+    assert exc.value.args[0]["summary"].startswith("OK: 3/3 nodes ALIVE")
+
+
+def test_a_head_that_never_accepts_a_driver_fails_after_the_timeout(monkeypatch, module_exits, gcs):
+    fake = FakeRay([HEALTHY], PROBES)
+    attempts = []
+
+    def init(**kwargs):
+        attempts.append(kwargs)
+        raise ConnectionError("authentication failed")
+
+    fake.init = init
+    with pytest.raises(FailJson) as exc:
+        run_module(monkeypatch, fake, args(gcs, timeout=1, poll_interval=0.05))
+    msg = exc.value.args[0]["msg"]
+    assert "cannot connect to the Ray cluster" in msg and "within 1 s" in msg and "authentication failed" in msg
+    assert len(attempts) >= 2 and fake.nodes_calls == 0
+
+
 @pytest.mark.parametrize("address", ["10.0.0.1", "head:port", ":6379"])
 def test_bad_address(monkeypatch, module_exits, address):
     with pytest.raises(FailJson) as exc:
