@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 
 from ansible.utils.vars import load_extra_vars
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan
+from ansible_collections.rlinf.cluster.plugins.module_utils import auth_token, plan
 from ansible_collections.rlinf.cluster.plugins.module_utils.action_specs import CLUSTER_PLAN
-from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, report, sentences
+from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, Problem, report, sentences
 from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import cluster_block_yaml
 from ansible_collections.rlinf.cluster.plugins.module_utils.topology import rank_table
 from ansible_collections.rlinf.cluster.plugins.plugin_utils.controller_action import ControllerAction
@@ -35,6 +36,8 @@ class ActionModule(ControllerAction):
                 }
                 built = plan.static_plan(task_vars.get("groups") or {}, task_vars.get("hostvars") or {}, context)
                 self._adopt_legacy_token(built)
+                if args["purpose"] in plan.RENDER_PURPOSES:
+                    _refuse_unsafe_token_file(built)
             else:
                 if not args["plan"]:
                     return {"failed": True, "msg": "stage=resolve needs plan (the static plan's result)."}
@@ -135,6 +138,40 @@ class ActionModule(ControllerAction):
             json.dump(data, handle, indent=2, sort_keys=True)
             handle.write("\n")
         os.replace(tmp, path)
+
+
+def _refuse_unsafe_token_file(built) -> None:
+    """A run that copies the controller's token file to every node refuses one that is not safely ours
+    (auth_token.controller_file_problem); Vault's token and a cluster without auth never read it."""
+    cluster = built["cluster"]
+    controller = cluster["controller"]
+    if not cluster.get("auth") or controller.get("vault_token"):
+        return
+    problems = []
+    for key in ("token_file", "adopt_token_from"):
+        path = controller.get(key) or ""
+        problem = _token_file_problem(path, "ray_auth_controller_token_file") if path else None
+        if problem:
+            problems.append(Problem(None, problem))
+    if problems:
+        raise PlanError(problems, stage="validation")
+
+
+def _token_file_problem(path: str, variable: str) -> str | None:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        return f"the controller's Ray token file {path} cannot be read ({err.strerror}); fix its directory's modes."
+    head = b""
+    if stat.S_ISREG(info.st_mode):
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(auth_token.TOKEN_MAX + 2)
+        except OSError as err:
+            return f"the controller's Ray token file {path} cannot be read ({err.strerror}); `chmod 0600 {path}`."
+    return auth_token.controller_file_problem(path, variable, info.st_mode, info.st_uid, os.geteuid(), head)
 
 
 def _token_ready(token_file: str) -> bool:

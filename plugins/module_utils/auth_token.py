@@ -10,6 +10,7 @@ Controller-only.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping, Sequence
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import Problem
@@ -71,3 +72,51 @@ def choose(
         ]
     read_from = head if head in digests else next(iter(digests))
     return {"source": NODE, "read_from": read_from}, []
+
+
+# What ray_auth generates (the password lookup): one line of letters and digits. Ray accepts any
+# printable token, so the file is judged by its shape only: one line, no spaces, 32 to 4096 characters.
+TOKEN_MIN, TOKEN_MAX = 32, 4096
+
+
+def controller_file_problem(path: str, variable: str, mode: int, uid: int, euid: int, head: bytes) -> str | None:
+    """Why the controller's token file at ``path`` must not be used as the cluster's token (None: it may).
+
+    ``mode`` and ``uid`` are its ``lstat`` (not followed), ``euid`` the user running Ansible, ``head``
+    its first TOKEN_MAX + 2 bytes (read only when it is a regular file). The run copies this file to
+    every node, so a file someone else can write or swap, or one that is not a token (an SSH key, a
+    certificate named by mistake), is refused instead.
+    """
+    fix = f"point {variable} at the token file ray_auth generated, or remove the file to take the nodes' token"
+    if stat.S_ISLNK(mode):
+        return (
+            f"the controller's Ray token file {path} is a symbolic link: a link can name any file, and this one "
+            f"is copied to every node; {fix}."
+        )
+    if not stat.S_ISREG(mode):
+        return f"the controller's Ray token file {path} is not a regular file; {fix}."
+    if uid != euid:
+        return (
+            f"the controller's Ray token file {path} is owned by uid {uid}, not by the user running Ansible (uid "
+            f"{euid}): its owner can change the token every node gets; {fix} (`chown {euid} {path}` if it is yours)."
+        )
+    if mode & 0o077:
+        return (
+            f"the controller's Ray token file {path} has mode {stat.S_IMODE(mode):04o}: others may read or change it; "
+            f"`chmod 0600 {path}`."
+        )
+    text = head.decode("ascii", errors="replace")
+    lines = text.splitlines() or [""]
+    token = lines[0]
+    shaped = (
+        len(lines) == 1
+        and TOKEN_MIN <= len(token) <= TOKEN_MAX
+        and token.isprintable()
+        and not any(c.isspace() for c in token)
+    )
+    if not shaped:
+        # The file's content is never quoted: it may be a key.
+        pem = token.startswith("-----BEGIN")
+        what = "a PEM key or certificate" if pem else "not one line of 32-4096 printable characters"
+        return f"the controller's Ray token file {path} does not hold a Ray token ({what}); {fix}."
+    return None
