@@ -22,8 +22,9 @@ FLEET_LAB ?= LAB_NAME=rlinf-lab-fleet LAB_SUBNET=10.89.83.0/24 LAB_DATA_SUBNET=1
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv lock host image lab-up lab lab-down status teardown test checks scenarios lint unit controller test-lab \
-	test-lab-2 lab-durations molecule test-fleet bench clean
+.PHONY: help venv lock host image lab-up lab lab-down status teardown test lint unit controller test-lab test-lab-2 lab-durations \
+	molecule \
+	test-fleet bench clean
 
 help:
 	@echo "make lab        build the controller venv and the $(LAB_NODES)-node lab, run site.yml, print status"
@@ -118,18 +119,10 @@ molecule: host venv
 test-fleet: host venv
 	bash lab/scenario.sh tests/integration/test_scenario.py $(FLEET_LAB)
 
-# Three streams side by side: the checks without hosts (lint, unit, controller, one after
-# another), the lab suite on two labs, and the scenarios on labs of their own (the fleet's, then
-# molecule's). They share no host; the checks use one core for minutes that the labs, waiting on
-# Ray, leave free. The host, the venv and the image are made once, before the streams start.
-test: host venv image
-	$(MAKE) -j3 --output-sync=target checks test-lab-2 scenarios
-
-checks:
-	$(MAKE) -j1 lint unit controller
-
-scenarios:
-	$(MAKE) -j1 test-fleet molecule
+# The lab suite (on two labs) and the scenarios on labs of their own (molecule's, the fleet's)
+# run side by side: they share no host, and most of a lab test is waiting for Ray, not CPU.
+test: lint unit controller
+	$(MAKE) -j2 --output-sync=target test-lab-2 molecule test-fleet
 
 bench: image venv
 	$(BIN)/python bench/bringup.py

@@ -129,7 +129,8 @@ def torch_lab(tmp_path_factory, hosts):
 
 
 def test_ready_with_torch_and_rlinf(torch_lab, tmp_path, hosts):
-    run, report, _ = run_status(tmp_path, inventory=torch_lab, **readiness_vars())
+    # A healthy run's bound: RLinf's workers (each importing torch) start slowly on a loaded machine.
+    run, report, _ = run_status(tmp_path, inventory=torch_lab, **readiness_vars(readiness_rlinf_timeout=180))
     assert run.rc == 0, run.stdout[-4000:]
     assert not run.changed(), run.stats
     ready = report["readiness"]
