@@ -150,14 +150,14 @@ def _refuse_unsafe_token_file(built) -> None:
     problems = []
     for key in ("token_file", "adopt_token_from"):
         path = controller.get(key) or ""
-        problem = _token_file_problem(path, "ray_auth_controller_token_file") if path else None
+        problem = _token_file_problem(path) if path else None
         if problem:
             problems.append(Problem(None, problem))
     if problems:
         raise PlanError(problems, stage="validation")
 
 
-def _token_file_problem(path: str, variable: str) -> str | None:
+def _token_file_problem(path: str) -> str | None:
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -171,7 +171,7 @@ def _token_file_problem(path: str, variable: str) -> str | None:
                 head = handle.read(auth_token.TOKEN_MAX + 2)
         except OSError as err:
             return f"the controller's Ray token file {path} cannot be read ({err.strerror}); `chmod 0600 {path}`."
-    return auth_token.controller_file_problem(path, variable, info.st_mode, info.st_uid, os.geteuid(), head)
+    return auth_token.controller_file_problem(path, info.st_mode, info.st_uid, os.geteuid(), head)
 
 
 def _token_ready(token_file: str) -> bool:

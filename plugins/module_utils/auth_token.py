@@ -79,7 +79,7 @@ def choose(
 TOKEN_MIN, TOKEN_MAX = 32, 4096
 
 
-def controller_file_problem(path: str, variable: str, mode: int, uid: int, euid: int, head: bytes) -> str | None:
+def controller_file_problem(path: str, mode: int, uid: int, euid: int, head: bytes) -> str | None:
     """Why the controller's token file at ``path`` must not be used as the cluster's token (None: it may).
 
     ``mode`` and ``uid`` are its ``lstat`` (not followed), ``euid`` the user running Ansible, ``head``
@@ -87,7 +87,10 @@ def controller_file_problem(path: str, variable: str, mode: int, uid: int, euid:
     every node, so a file someone else can write or swap, or one that is not a token (an SSH key, a
     certificate named by mistake), is refused instead.
     """
-    fix = f"point {variable} at the token file ray_auth generated, or remove the file to take the nodes' token"
+    fix = (
+        "point ray_auth_controller_token_file at the token file ray_auth generated, or remove the file to take "
+        "the nodes' token"
+    )
     if stat.S_ISLNK(mode):
         return (
             f"the controller's Ray token file {path} is a symbolic link: a link can name any file, and this one "
@@ -117,6 +120,6 @@ def controller_file_problem(path: str, variable: str, mode: int, uid: int, euid:
     if not shaped:
         # The file's content is never quoted: it may be a key.
         pem = token.startswith("-----BEGIN")
-        what = "a PEM key or certificate" if pem else "not one line of 32-4096 printable characters"
+        what = "a PEM key or certificate" if pem else f"not one line of {TOKEN_MIN}-{TOKEN_MAX} printable characters"
         return f"the controller's Ray token file {path} does not hold a Ray token ({what}); {fix}."
     return None

@@ -17,7 +17,7 @@ REG = stat.S_IFREG | 0o600
 
 
 def judge(mode=REG, uid=1000, euid=1000, head=TOKEN):
-    return controller_file_problem("/s/t", VAR, mode, uid, euid, head)
+    return controller_file_problem("/s/t", mode, uid, euid, head)
 
 
 def test_the_token_ray_auth_generates_is_accepted():
@@ -64,15 +64,15 @@ def test_a_file_not_shaped_like_a_token_is_refused(head):
 
 def test_on_disk_a_missing_file_is_fine_and_a_loose_one_is_named(tmp_path):
     path = tmp_path / "ray-auth-token"
-    assert _token_file_problem(str(path), VAR) is None
+    assert _token_file_problem(str(path)) is None
     path.write_bytes(TOKEN)
     path.chmod(0o600)
-    assert _token_file_problem(str(path), VAR) is None
+    assert _token_file_problem(str(path)) is None
     path.chmod(0o644)
-    assert "has mode 0644" in _token_file_problem(str(path), VAR)
+    assert "has mode 0644" in _token_file_problem(str(path))
     link = tmp_path / "link"
     link.symlink_to(path)
-    assert "is a symbolic link" in _token_file_problem(str(link), VAR)
+    assert "is a symbolic link" in _token_file_problem(str(link))
 
 
 def built(token_file, auth=True, vault=False, adopt=""):
