@@ -8,6 +8,8 @@ import json
 import os
 import stat
 
+from ansible import constants as C
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import auth_token, plan
@@ -34,7 +36,10 @@ class ActionModule(ControllerAction):
                     "installed_collection": _installed_collection(task_vars.get("playbook_dir")),
                     "cwd": os.getcwd(),
                 }
-                built = plan.static_plan(task_vars.get("groups") or {}, task_vars.get("hostvars") or {}, context)
+                hostvars = task_vars.get("hostvars") or {}
+                built = plan.static_plan(task_vars.get("groups") or {}, hostvars, context)
+                for name, node in built["nodes"].items():
+                    node["ssh_verify_host"] = _host_key_checking(hostvars.get(name) or {})
                 self._adopt_legacy_token(built)
                 if args["purpose"] in plan.RENDER_PURPOSES:
                     _refuse_unsafe_token_file(built)
@@ -138,6 +143,30 @@ class ActionModule(ControllerAction):
             json.dump(data, handle, indent=2, sort_keys=True)
             handle.write("\n")
         os.replace(tmp, path)
+
+
+# The ssh connection's own variables for its host_key_checking option (ansible-doc -t connection ssh).
+HOST_KEY_CHECKING_VARS = ("ansible_host_key_checking", "ansible_ssh_host_key_checking")
+
+
+def _host_key_checking(host) -> bool:
+    """Whether Ansible's ssh checks this host's key, as it resolves it (host variables, then
+    ANSIBLE_HOST_KEY_CHECKING, then ansible.cfg): rsync's ssh, which synchronize runs for the
+    pushes, is then told the same (it skips the check by default)."""
+    variables = {}
+    for name in HOST_KEY_CHECKING_VARS:
+        try:
+            if name in host:
+                variables[name] = host[name]
+        except Exception:  # an undefined or broken variable: the check stays on
+            continue
+    try:
+        value = C.config.get_config_value(
+            "host_key_checking", plugin_type="connection", plugin_name="ssh", variables=variables
+        )
+    except Exception:
+        return True
+    return boolean(value, strict=False)
 
 
 def _refuse_unsafe_token_file(built) -> None:

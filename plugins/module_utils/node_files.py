@@ -23,6 +23,8 @@ import stat
 import tempfile
 
 MARKER = b"Managed by rlinf-ansible"
+# The EasyTier role's header (kept as it was: a changed unit would restart the overlay under a job).
+OTHER_MARKERS = (b"Managed by Ansible (rlinf.cluster.easytier)",)
 MANIFEST_VERSION = 1
 KINDS = ("file", "dir", "tree", "venv")
 
@@ -31,9 +33,10 @@ def is_ours(path):
     """Whether a file's first lines carry our header (an earlier install, before manifests)."""
     try:
         with open(path, "rb") as handle:
-            return MARKER in handle.read(512)
+            head = handle.read(512)
     except OSError:
         return False
+    return any(marker in head for marker in (MARKER, *OTHER_MARKERS))
 
 
 def read_manifest(path):

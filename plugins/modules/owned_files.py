@@ -77,6 +77,11 @@ options:
         description: A change of this file means systemd must reload its units.
         type: bool
         default: false
+      fix:
+        description:
+          - What the refusal tells the operator to do when the file exists and rlinf-ansible did not write it
+            (default C(choose another path for this setting)).
+        type: str
   secret_files:
     description:
       - Like O(files), for contents that must never show (no diff; the content is masked in every output).
@@ -96,6 +101,10 @@ options:
       - Paths other tasks created to add to the manifest (C(path), C(kind) of file, dir, tree or venv).
       - A C(tree) is removed file by file as listed when recorded (what others added stays); a C(venv) is ours as
         a whole and goes with what was pip-installed into it, while it still has its C(pyvenv.cfg).
+      - With C(new_only=true), a path is recorded only when it does not exist yet, is listed already, or is a file
+        carrying the C(Managed by) header; a path that was there before rlinf-ansible is never adopted. Meant for
+        a path recorded before the task that creates it (an interrupted run leaves it listed); its missing parent
+        directories are created now (O(dir_mode)) and listed before it.
     type: list
     elements: dict
     default: []
@@ -120,6 +129,11 @@ EXAMPLES = r"""
   rlinf.cluster.owned_files:
     manifest: /etc/rlinf/state/rlinf-ray.manifest.json
     record: [{path: /opt/rlinf/venv, kind: venv}]
+
+- name: List the overlay's directory before creating it (one that was there before stays the operator's)
+  rlinf.cluster.owned_files:
+    manifest: /etc/rlinf/state/easytier.manifest.json
+    record: [{path: /opt/rlinf/easytier, kind: dir, new_only: true}]
 
 - name: Purge what the manifest lists
   rlinf.cluster.owned_files:
@@ -189,6 +203,7 @@ FILE_SPEC = {
     "group": {"type": "str"},
     "restart": {"type": "bool", "default": False},
     "reload": {"type": "bool", "default": False},
+    "fix": {"type": "str"},
 }
 # Only the content is secret: the path and mode stay readable in the output.
 SECRET_SPEC = dict(FILE_SPEC, content={"type": "str", "required": True, "no_log": True})
@@ -252,7 +267,7 @@ class Files:
         if self.foreign(path):
             self.module.fail_json(
                 msg=f"{path} exists and rlinf-ansible did not write it (it is not in {self.manifest}); refusing to "
-                "overwrite it: choose another path for this setting.",
+                f"overwrite it: {spec.get('fix') or 'choose another path for this setting'}.",
                 **self.result,
             )
         mode = int(spec["mode"], 8)
@@ -292,11 +307,22 @@ class Files:
             # The manifest's own directories are ours too, listed before the tree so that purge
             # (newest first) removes the tree while its file list is still there.
             self.ensure_parents(self.manifest)
+        if spec.get("new_only"):
+            if self._there_before(path):
+                return
+            # Its missing parents are made now (0755) and listed before it, so purge removes them after it.
+            self.ensure_parents(path)
         self.add(path, kind, spec.get("tag", ""))
         if tree:
             listing = "\n".join(tree_files(path)) + "\n"
             self.ensure_parents(side_file(self.manifest, path), record=False)
             write_atomic(side_file(self.manifest, path), listing.encode(), 0o644)
+
+    def _there_before(self, path):
+        """A path that exists, is not listed and is not a file with our header: somebody else's."""
+        if path in self.recorded or not os.path.lexists(path):
+            return False
+        return not (os.path.isfile(path) and not os.path.islink(path) and is_ours(path))
 
     def remove_now(self, spec):
         path = spec.get("path")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -218,7 +219,59 @@ def test_killed_easytier_is_restarted_by_systemd_and_ray_recovers_over_the_overl
         purge = run_playbook(str(write_purge(tmp_path)), tmp_path, inventory=inventory)
     assert back.rc == 0, back.stdout[-3000:]
     assert purge.rc == 0, purge.stdout[-3000:]
+    # Purge removed what the overlay's manifest listed: unit, config (the secret), venv, device.
+    for host, host_address in hosts.items():
+        left = ssh(host_address, f"ls -d {' '.join(OVERLAY_PATHS)} 2>/dev/null", check=False).stdout.split()
+        assert left == [], f"{host}: the overlay's purge left {left}"
+        assert network_secret not in ssh(host_address, "cat /etc/rlinf/*/*.toml 2>/dev/null", check=False).stdout
     repaired_by_site(tmp_path, hosts)
+
+
+# What the overlay's role creates on a member (its defaults), all gone after its purge.
+OVERLAY_PATHS = (
+    "/etc/systemd/system/easytier.service",
+    "/etc/rlinf/easytier",
+    "/opt/rlinf/easytier",
+    "/etc/rlinf/state/easytier.manifest.json",
+    "/etc/rlinf/state/easytier.device",
+    "/sys/class/net/et0",
+)
+THEIR_UNIT = "/etc/systemd/system/easytier.service"
+THEIR_UNIT_TEXT = "[Unit]\nDescription=the operator's own EasyTier\n[Service]\nExecStart=/bin/true\n"
+
+
+def test_the_overlay_never_replaces_or_purges_an_operators_easytier_unit_or_device(tmp_path, hosts):
+    inventory = overlay_inventory(tmp_path, hosts, f"rlinf-drill-TEST-ONLY-{secrets.token_hex(16)}")
+    name, address = list(hosts.items())[1]
+    try:
+        # Their unit, and a bridge (not TUN, like docker0) under the overlay device name, as its record says.
+        ssh(
+            address,
+            f"printf %s {shlex.quote(THEIR_UNIT_TEXT)} > {THEIR_UNIT} && ip link add et0 type bridge"
+            " && mkdir -p /etc/rlinf/state && echo et0 > /etc/rlinf/state/easytier.device",
+        )
+        run = run_playbook("site.yml", tmp_path, inventory=inventory)
+        assert run.rc != 0
+        assert f"{THEIR_UNIT} exists and rlinf-ansible did not write it" in run.stdout, run.stdout[-3000:]
+        assert f"fatal: [{name}]" in run.stdout
+        assert "systemctl disable --now easytier" in run.stdout
+        # Refused before any member changed: no overlay install anywhere, their unit as it was.
+        for host, host_address in hosts.items():
+            made = ssh(host_address, "ls -d /opt/rlinf/easytier /etc/rlinf/easytier 2>/dev/null", check=False).stdout
+            assert made == "", f"{host}: the refused run installed {made.split()}"
+        assert ssh(address, f"cat {THEIR_UNIT}").stdout == THEIR_UNIT_TEXT
+
+        purge = run_playbook(str(write_purge(tmp_path)), tmp_path, inventory=inventory)
+        assert purge.rc == 0, purge.stdout[-3000:]
+        assert ssh(address, f"cat {THEIR_UNIT}").stdout == THEIR_UNIT_TEXT
+        kept = ssh(address, "ip -o link show et0", check=False)
+        assert kept.returncode == 0, "purge deleted a device that is not TUN"
+    finally:
+        ssh(
+            address,
+            f"rm -f {THEIR_UNIT} /etc/rlinf/state/easytier.device; ip link delete et0; systemctl daemon-reload",
+            check=False,
+        )
 
 
 def write_purge(tmp_path):

@@ -226,3 +226,38 @@ def test_a_recorded_venv_that_is_no_longer_a_venv_is_kept(tree):
     (venv / "data.bin").write_text("mine")
     result = run({"manifest": tree["manifest"], "state": "absent"})
     assert str(venv) in result["kept"] and (venv / "data.bin").read_text() == "mine"
+
+
+def test_new_only_records_what_does_not_exist_yet_and_never_what_was_there_before(tree):
+    root = tree["root"]
+    before = root / "opt" / "theirs"
+    before.mkdir(parents=True)
+    (before / "data.bin").write_text("the operator's")
+    theirs_unit = root / "units" / "easytier.service"
+    theirs_unit.parent.mkdir(parents=True)
+    theirs_unit.write_text("[Unit]\nDescription=the operator's own EasyTier\n")
+    earlier = root / "units" / "easytier-earlier.service"
+    earlier.write_text("# Managed by Ansible (rlinf.cluster.easytier); local edits are overwritten.\n[Unit]\n")
+    new = root / "opt" / "ours"
+    items = [(before, "dir"), (theirs_unit, "file"), (earlier, "file"), (new, "dir")]
+    run({"manifest": tree["manifest"], "record": [{"path": str(p), "kind": k, "new_only": True} for p, k in items]})
+    recorded = [e["path"] for e in read_manifest(tree["manifest"])]
+    assert str(new) in recorded and str(earlier) in recorded
+    assert str(before) not in recorded and str(theirs_unit) not in recorded
+    # Once listed, a path stays ours when it exists (the next run records it again, unchanged).
+    new.mkdir(parents=True)
+    again = run({"manifest": tree["manifest"], "record": [{"path": str(new), "kind": "dir", "new_only": True}]})
+    assert again["created"] == [] and str(new) in [e["path"] for e in read_manifest(tree["manifest"])]
+    run({"manifest": tree["manifest"], "state": "absent"})
+    assert not new.exists() and not earlier.exists()
+    assert (before / "data.bin").read_text() == "the operator's" and theirs_unit.exists()
+
+
+def test_new_only_lists_the_missing_parents_first_so_purge_removes_them_after_the_path(tree):
+    deep = tree["root"] / "opt" / "rlinf" / "easytier"
+    run({"manifest": tree["manifest"], "record": [{"path": str(deep), "kind": "dir", "new_only": True}]})
+    recorded = [e["path"] for e in read_manifest(tree["manifest"])]
+    assert recorded.index(str(deep.parent)) < recorded.index(str(deep))
+    deep.mkdir()
+    run({"manifest": tree["manifest"], "state": "absent"})
+    assert not (tree["root"] / "opt").exists()
