@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 from collections.abc import Mapping, Sequence
 
 from packaging.version import Version
@@ -39,6 +40,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils import (
     unknown_vars,
     wheelhouse,
 )
+from ansible_collections.rlinf.cluster.plugins.module_utils.managed_env_vars import managed_env_problems
 from ansible_collections.rlinf.cluster.plugins.module_utils.overlay import OverlayError, overlay_members
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, Problem
 from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import (
@@ -230,6 +232,7 @@ def _node_paths(reader: _Reader) -> dict:
         "venv": reader["rlinf_venv_dir"],
         "python": reader["rlinf_venv_dir"] + "/bin/python",
         "env_file": reader["rlinf_env_file"],
+        "secret_env_file": secret_env_file(reader["rlinf_env_file"]),
         "token_file": reader["ray_auth_token_file"],
         "profile": reader["rlinf_env_profile_script"],
         "unit_file": f"{UNIT_DIR}/{unit}.service",
@@ -249,10 +252,17 @@ def _node_paths(reader: _Reader) -> dict:
     }
 
 
+def secret_env_file(env_file: str) -> str:
+    """rlinf_secret_env_vars' file, next to the env file (/etc/rlinf/rlinf.env: /etc/rlinf/rlinf.secret.env)."""
+    root, ext = posixpath.splitext(env_file)
+    return f"{root}.secret{ext}"
+
+
 # The variables of these paths, for messages.
 PATH_VARS = {
     "venv": "rlinf_venv_dir",
     "env_file": "rlinf_env_file",
+    "secret_env_file": "rlinf_env_file",
     "token_file": "ray_auth_token_file",
     "profile": "rlinf_env_profile_script",
     "unit_file": "ray_node_unit_name",
@@ -269,6 +279,7 @@ PATH_VARS = {
 # Paths that are one file we write (the rest are directories).
 FILE_PATHS = (
     "env_file",
+    "secret_env_file",
     "token_file",
     "profile",
     "unit_file",
@@ -338,6 +349,22 @@ def _reserved_units(node: dict, reader: _Reader, problems: list[Problem]) -> Non
                 node["name"],
                 f"ray_node_unit_name={node['unit']!r} and firewall_unit_name={reader['firewall_unit_name']!r} must "
                 "differ from each other and from 'easytier' (the overlay's unit); give each its own name.",
+            )
+        )
+
+
+def _secret_env_problems(node: dict, secret: Mapping, problems: list[Problem]) -> None:
+    """rlinf_secret_env_vars: never a managed name, never one rlinf_env_vars sets too (which would win
+    is systemd's file order, not the operator's intent). Names are told, values never."""
+    for text in managed_env_problems(secret, node["name"], "rlinf_secret_env_vars"):
+        problems.append(Problem(None, text))
+    both = sorted(set(secret) & set(node["env_vars"]))
+    if both:
+        problems.append(
+            Problem(
+                node["name"],
+                f"rlinf_secret_env_vars and rlinf_env_vars both set {', '.join(both)}: keep each name in one of "
+                "them (a secret only in rlinf_secret_env_vars, which no output shows).",
             )
         )
 
@@ -606,6 +633,8 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
             },
             "extra_args": reader["ray_node_extra_args"],
             "env_vars": reader["rlinf_env_vars"],
+            # Names only: the values stay in the inventory (Vault) and go straight to a 0600 file.
+            "secret_env_names": sorted(reader["rlinf_secret_env_vars"]),
             "device": reader["rlinf_comm_net_device"],
             "address_rule": _address_rule(reader, members.get(name), overlay_on),
             "code_dest": reader["rlinf_code_dest"] or head_reader["rlinf_src"],
@@ -625,6 +654,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         node["run_as"] = node["service"]["run_as"]
         _reserved_units(node, reader, problems)
         _cpu_problems(node, problems)
+        _secret_env_problems(node, reader["rlinf_secret_env_vars"], problems)
         _path_overlaps(node, problems)
         nodes[name] = node
 

@@ -116,6 +116,11 @@ def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping, mounts: Mappi
         "# Ray freezes its environment at start: a change to this file restarts the unit.",
         f"EnvironmentFile={systemd_word(paths['env_file'])}",
     ]
+    if node.get("secret_env_names"):
+        lines += [
+            "# rlinf_secret_env_vars: root's alone (0600); systemd reads it before Ray starts.",
+            f"EnvironmentFile={systemd_word(paths['secret_env_file'])}",
+        ]
     if service.get("user"):
         lines += [
             "# ray_node_user: Ray runs as a system user of its own, which owns its temp dir and home.",

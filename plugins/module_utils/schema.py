@@ -127,6 +127,13 @@ VARS = (
         "a mapping NAME: value; names [A-Za-z_][A-Za-z0-9_]*, not a managed one; plain values",
     ),
     Var(
+        "rlinf_secret_env_vars",
+        {},
+        r.mapping_of(r.env_name, r.env_value, "environment variables"),
+        "node",
+        "like rlinf_env_vars; values never shown (keep them in Ansible Vault)",
+    ),
+    Var(
         "rlinf_env_profile_script",
         "/etc/profile.d/rlinf.sh",
         r.node_path,
@@ -485,7 +492,7 @@ TOPOLOGY_VARS = (
 )
 
 BY_NAME = {var.name: var for var in VARS + EASYTIER_VARS}
-SECRETS = frozenset({"ray_auth_token", "easytier_network_secret"})
+SECRETS = frozenset({"ray_auth_token", "easytier_network_secret", "rlinf_secret_env_vars"})
 
 # The prefixes of our variables. An inventory or extra variable that starts with one of them and
 # is neither in this file nor set by our roles and playbooks is a typo (``rlinf_firewal_enabled``
@@ -593,7 +600,9 @@ RUNTIME_VARS = frozenset(
         "ray_node_not_owned",
         "ray_node_owner",
         "ray_node_purged",
+        "ray_node_remove_files",
         "ray_node_restart",
+        "ray_node_secret_files",
         "ray_node_start_needed",
         "ray_node_started",
         "ray_node_stop",

@@ -1,15 +1,17 @@
 """Secrets audit: after a full site.yml run with token auth on, the Ray token is only in 0600
 files, on the nodes and on the controller, and nowhere in process lists, journals or the
-Ansible output (stdout and the runner's job events). Leaves the lab healthy.
+Ansible output (stdout and the runner's job events); rlinf_secret_env_vars reach Ray's
+environment and no file but root's 0600 one. Leaves the lab healthy.
 (The EasyTier network secret gets the same audit in test_drills.py, where an overlay runs.)
 """
 
 from __future__ import annotations
 
+import secrets
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from lab_helpers import CONTROLLER_TOKEN, LAB_STATE, ROOT, run_playbook, ssh
+from lab_helpers import CONTROLLER_TOKEN, LAB_STATE, ROOT, run_playbook, ssh, write_inventory
 from secret_audit import controller_files_holding, controller_processes_holding, node_audit, node_leaks
 
 # Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
@@ -60,3 +62,42 @@ def test_after_a_full_run_the_token_is_only_in_0600_files(tmp_path, hosts):
         leaks.update(node_leaks(name, audit))
     holders = {name: sorted(audit["files"]) for name, audit in audits.items()}
     assert not leaks, f"the token leaked: {leaks} (0600 holders: {holders}, controller: {sorted(controller)})"
+
+
+SECRET_ENV_FILE = "/etc/rlinf/rlinf.secret.env"
+
+
+def test_secret_env_vars_reach_ray_on_every_node_and_only_a_0600_file(tmp_path, hosts):
+    """rlinf_secret_env_vars: in the environment Ray runs with on every node (its actors inherit it),
+    on disk only in root's 0600 file, in no output of a verbose --diff run; gone again without it."""
+    value = f"rlinf-secret-env-TEST-ONLY-{secrets.token_hex(16)}"
+
+    def with_secret(groups):
+        for group in groups.values():
+            group["vars"] = dict(group.get("vars") or {}, rlinf_secret_env_vars={"RLINF_TEST_SECRET": value})
+
+    inventory = write_inventory(tmp_path, with_secret)
+    try:
+        run = run_playbook("site.yml", tmp_path, inventory=inventory, verbosity=3, cmdline="--diff")
+        assert run.rc == 0, run.stdout[-3000:]
+        assert value not in run.stdout
+        assert controller_files_holding(value.encode(), *tmp_path.glob("runner-*")) == {}
+        # Plans and reports the run kept on the controller hold the name only.
+        assert controller_files_holding(value.encode(), ROOT / "artifacts", LAB_STATE) == {}
+        for name, address in hosts.items():
+            ray_env = ssh(address, "tr '\\0' '\\n' < /proc/$(systemctl show -p MainPID --value rlinf-ray)/environ")
+            assert f"RLINF_TEST_SECRET={value}" in ray_env.stdout.splitlines(), f"{name}: Ray lacks the secret"
+            audit = node_audit(address, value)
+            assert audit["files"] == {SECRET_ENV_FILE: "600"}, f"{name}: {audit['files']}"
+            owner = ssh(address, f"stat -c %U:%G {SECRET_ENV_FILE}").stdout.strip()
+            assert owner == "root:root", f"{name}: {SECRET_ENV_FILE} is {owner}"
+            # Ray's processes carry it in their environment (that is the point), never in a command line.
+            assert not [p for p in audit["processes"] if p.endswith("/cmdline")], f"{name}: {audit['processes']}"
+            assert audit["journal"] == 0, f"{name}: the journal holds the secret"
+    finally:
+        back = run_playbook("site.yml", tmp_path)
+    assert back.rc == 0, back.stdout[-3000:]
+    for name, address in hosts.items():
+        assert ssh(address, f"test -e {SECRET_ENV_FILE}", check=False).returncode != 0, f"{name}: the file stayed"
+        unit = ssh(address, "cat /etc/systemd/system/rlinf-ray.service").stdout
+        assert "secret" not in unit, f"{name}: the unit still reads a secret file"
