@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 
 from packaging.version import Version
@@ -292,6 +293,22 @@ FILE_PATHS = (
 )
 
 
+_TOPOLOGY_SAYS = re.compile(r"^host '([^']+)': ([a-z_]+)=")
+
+
+def _without_repeats(problems: Sequence[Problem]) -> list[Problem]:
+    """The topology's sentence on a host's variable (``ray_port='abc' is not a TCP port``) when the
+    schema already judged that variable on that host: one sentence per mistake, the schema's."""
+    judged = {(p.host, p.text.split("=", 1)[0].split(" ", 1)[0]) for p in problems if p.host}
+    kept = []
+    for problem in problems:
+        said = _TOPOLOGY_SAYS.match(problem.text) if problem.host is None else None
+        if said and (said.group(1), said.group(2)) in judged:
+            continue
+        kept.append(problem)
+    return kept
+
+
 def _cluster_scope(order: Sequence[str], readers: Mapping[str, _Reader], variables, problems) -> None:
     for var in variables:
         if var.scope != "cluster":
@@ -522,6 +539,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
             if var.scope != "run" or name == order[0]:
                 readers[name].get(var)
     _cluster_scope(order, readers, schema.VARS, problems)
+    problems[:] = _without_repeats(problems)
     _unknown_vars(groups, order, readers, hostvars, context, problems)
 
     overlay_on = head_reader["easytier_enabled"]

@@ -442,3 +442,18 @@ def test_the_restart_guard_asks_the_ray_that_runs_now_under_the_venv_it_started_
     plan = resolved(moved, found=recorded, purpose=purpose)
     assert plan["nodes"]["h"]["running_python"] == "/opt/rlinf/venv/bin/python"
     assert plan["nodes"]["w1"]["running_python"] == "/opt/rlinf/venv-2/bin/python"  # no record: nothing runs yet
+
+
+@pytest.mark.parametrize(
+    "bad, said",
+    [
+        ({"ray_port": "abc"}, "ray_port='abc' is not a whole number"),
+        ({"rlinf_node_rank": "x"}, "rlinf_node_rank"),
+    ],
+)
+def test_a_bad_value_is_one_sentence_not_one_per_checker(bad, said):
+    found = problems_of(lambda: P.static_plan(GROUPS, hostvars(h=bad)))
+    var = next(iter(bad))
+    about = [s for s in found if f"{var}=" in s or f"{var} " in s]
+    assert len(about) == 1, found
+    assert said in about[0]
