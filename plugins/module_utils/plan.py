@@ -1407,6 +1407,19 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
     return out
 
 
+def _one_push_per_wheelhouse(plan: dict, installing: Sequence[str]) -> None:
+    """Ray nodes of one machine that install venvs of their own share its wheelhouse copy: the first
+    of them by rank pushes it (two rsync --delete into one directory at once delete each other's
+    temporary files); the others install from it after that task, as Ansible runs tasks host by host
+    in step. Sets each node's ``pushes_wheelhouse``."""
+    pusher: dict[tuple, str] = {}
+    for name in sorted(installing, key=lambda n: plan["nodes"][n]["rank"]):
+        node = plan["nodes"][name]
+        pusher.setdefault((node["machine"], node["paths"]["wheelhouse"]), name)
+    for name, node in plan["nodes"].items():
+        node["pushes_wheelhouse"] = pusher.get((node["machine"], node["paths"]["wheelhouse"])) == name
+
+
 def wheelhouse_builds(plan: dict, probes: Mapping[str, Mapping]) -> list[dict]:
     """What the controller downloads before any node changes: one wheelhouse per Python and
     architecture among the nodes whose venv lacks the pinned set (a new Ray pin: every node).
@@ -1428,6 +1441,7 @@ def wheelhouse_builds(plan: dict, probes: Mapping[str, Mapping]) -> list[dict]:
         node["wheelhouse_key"] = wheelhouse.wheelhouse_key(python)
         if node["venv_install"] and not cluster["index_url"]:
             wanted.append((name, python))
+    _one_push_per_wheelhouse(plan, [name for name, _python in wanted])
     for platform in wheelhouse.wheelhouse_platforms([python for _name, python in wanted]):
         args = wheelhouse.pip_download_args(platform["python_version"], platform["machine"], platform["glibc"])
         no_deps = ["--no-deps", *cluster["no_deps_requirements"]] if cluster.get("no_deps_requirements") else []

@@ -163,3 +163,32 @@ def test_a_wheelhouse_another_ray_node_of_the_machine_recorded_is_ours_too():
     with pytest.raises(PlanError) as err:
         P.resolve(plan, {"h": probe("10.0.0.1", full), "h-b": probe("10.0.0.1", full)}, "site")
     assert any("h-b" in p and "python_env_node_wheelhouse_dir" in p for p in sentences(err.value.problems))
+
+
+def test_one_ray_node_of_a_machine_pushes_its_shared_wheelhouse():
+    """Two Ray nodes of one machine, each installing a venv of its own: only the first by rank
+    pushes the wheelhouse they share (two rsync --delete into one directory race)."""
+    groups = {"ray_head": ["h"], "ray_workers": ["c", "w"]}
+    hostvars = {
+        "h": {"ansible_host": "10.0.0.1", "rlinf_gpus_per_node": 0, "rlinf_venv_dir": "/opt/rlinf/compute-venv"},
+        "c": {
+            "ansible_host": "10.0.0.1",
+            "rlinf_gpus_per_node": 0,
+            "rlinf_venv_dir": "/opt/rlinf/control-venv",
+            "ray_port": 6390,
+            "ray_temp_dir": "/tmp/rlinf_control",
+            "ray_node_unit_name": "rlinf-ray-control",
+            "rlinf_env_file": "/etc/rlinf/rlinf-control.env",
+            "rlinf_env_profile_script": "/etc/profile.d/rlinf-control.sh",
+        },
+        "w": {"ansible_host": "10.0.0.2"},
+    }
+    found = {"h": probe("10.0.0.1"), "c": probe("10.0.0.1"), "w": probe("10.0.0.2")}
+    done = P.resolve(P.static_plan(groups, hostvars), found, "site")
+    nodes = done["nodes"]
+    assert nodes["h"]["venv_install"] and nodes["c"]["venv_install"]
+    assert [n for n in ("h", "c", "w") if nodes[n]["pushes_wheelhouse"]] == ["h", "w"]
+    # A node whose venv holds the pinned set pushes nothing; the next installing node of its machine does.
+    found["h"] = dict(probe("10.0.0.1"), venv={"exists": True, "satisfied": True})
+    done = P.resolve(P.static_plan(groups, hostvars), found, "site")
+    assert [n for n in ("h", "c", "w") if done["nodes"][n]["pushes_wheelhouse"]] == ["c", "w"]
