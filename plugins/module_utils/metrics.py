@@ -94,7 +94,7 @@ def settings(order: Sequence[str], requested: str, values: Mapping, enabled: boo
 def node_settings(node: Mapping, cluster_metrics: Mapping, node_exporter_port: int) -> dict:
     """One node's part: does it run Prometheus, does it run its machine's node exporter."""
     enabled = cluster_metrics["enabled"]
-    return {
+    out = {
         "scraper": enabled and node["name"] == cluster_metrics["host"],
         "node_exporter": enabled and bool(node["machine_owner"]),
         "node_exporter_port": node_exporter_port,
@@ -102,6 +102,9 @@ def node_settings(node: Mapping, cluster_metrics: Mapping, node_exporter_port: i
         "units": [dict(unit) for unit in UNITS],
         "dashboards_dir": dashboards_dir(node) if node["role"] == "head" else "",
     }
+    # The units it runs here: the probe reads their state before site.yml takes them.
+    out["services"] = [unit["unit"] for unit in UNITS if out[unit["runs_on"]]]
+    return out
 
 
 def port_problems(nodes: Sequence[Mapping], cluster_metrics: Mapping) -> list[str]:
@@ -252,6 +255,30 @@ def node_files(node: Mapping, plan: Mapping) -> list[dict]:
             {"path": NODE_EXPORTER_DROPIN, "content": _dropin("node exporter", exec_start, after), "mode": "0644"}
         )
     return files
+
+
+def foreign_unit_problems(node: Mapping, probe: Mapping) -> list[str]:
+    """A unit metrics would run here that runs or starts at boot already, without our drop-in: the
+    operator's own Prometheus or node exporter, which our drop-in would reconfigure and purge stop."""
+    problems = []
+    services = probe.get("services") or {}
+    paths = probe.get("paths") or {}
+    for unit in UNITS:
+        state = services.get(unit["unit"])
+        if unit["unit"] not in node["metrics"].get("services", []) or not state:
+            continue
+        dropin_key = next(key for key, path in PATHS.items() if path == unit["dropin"])
+        if (paths.get(dropin_key) or {}).get("ours"):
+            continue
+        if state.get("active") in ("active", "activating", "reloading") or state.get("enabled"):
+            problems.append(
+                f"{unit['unit']}.service already runs here (or starts at boot) and rlinf-ansible did not configure "
+                f"it (no {unit['dropin']} of ours); rlinf_metrics_enabled would replace its settings and purge "
+                f"would stop it: keep it and turn rlinf_metrics_enabled off, or stop and disable it first "
+                f"(systemctl disable --now {unit['unit']}) to let rlinf-ansible run it"
+                + (", or put Prometheus on another node (rlinf_metrics_host)." if unit["runs_on"] == "scraper" else ".")
+            )
+    return problems
 
 
 def dashboards_dir(node: Mapping) -> str:

@@ -1234,6 +1234,7 @@ def _host_problems(
     _python_problems(name, node, probe, plan["cluster"]["ray_version"], problems)
     if purpose == "site":
         _adoption_problems(name, node, probe, plan["cluster"], problems, peers_recorded)
+        problems.extend(Problem(name, text) for text in metrics.foreign_unit_problems(node, probe))
     if node["service"]["sandbox"] and purpose == "site":
         _sandbox_problems(name, probe.get("sandbox") or {}, problems)
     if purpose == "site":

@@ -75,6 +75,13 @@ options:
     description:
       - The node's Ray token file, to report whether it exists and its SHA-256 (see RV(token)); never its value.
     type: path
+  services:
+    description:
+      - Units whose state to report (see RV(services)), such as the Prometheus packages' units the metrics role
+        would run.
+    type: list
+    elements: str
+    default: []
 notes:
   - Needs C(ip) (iproute2) for the network part.
 """
@@ -179,6 +186,11 @@ token:
   returned: always
   type: dict
   sample: {present: true, sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08}
+services:
+  description: For each unit of O(services), C(active) (systemctl is-active) and C(enabled); empty without systemd.
+  returned: always
+  type: dict
+  sample: {prometheus: {active: active, enabled: true}}
 host_firewall:
   description:
     - The host firewalls that are not rlinf-ansible's. C(ufw) is C(ufw status verbose) read as C(active),
@@ -406,6 +418,14 @@ def host_firewalls(module):
     return found
 
 
+def service_state(module, name):
+    """Whether a unit runs or starts at boot now (someone else's, until a file of ours configures it)."""
+    _rc, out, _err = module.run_command(["systemctl", "is-active", name])
+    active = out.strip() or "unknown"
+    _rc, out, _err = module.run_command(["systemctl", "is-enabled", name])
+    return {"active": active, "enabled": out.strip() == "enabled"}
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -420,6 +440,7 @@ def main():
             "sandbox": {"type": "bool", "default": False},
             "disk": {"type": "dict", "default": {}},
             "token_file": {"type": "path"},
+            "services": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
     )
@@ -460,6 +481,7 @@ def main():
         ]
         # /lib is often a symlink to /usr/lib: one unit, one report.
         result["os_units"] = sorted({os.path.realpath(p): p for p in result["os_units"]}.values())
+    result["services"] = {name: service_state(module, name) for name in params["services"]} if result["systemd"] else {}
     if params["sandbox"] and result["systemd"]:
         result["sandbox"] = sandbox_info(module)
     if params["port"] and result["unit"].get("active") != "active":

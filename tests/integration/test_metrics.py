@@ -3,12 +3,14 @@ on the head and a node exporter on every machine; Prometheus, asked over its HTT
 the head, has every Ray node's target up at its Ray address and a Ray metric per node; a re-run
 changes nothing; Ray's Grafana dashboards reach the controller; with the firewall on, only the
 scraper reaches the exporters. Each test ends with site.yml from the lab inventory (metrics
-off), which stops what metrics ran and removes its files, and checks that it did.
+off), which stops what metrics ran and removes its files, and checks that it did. An operator's own
+Prometheus is refused before anything changes and left running by the metrics purge.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import time
 
@@ -93,6 +95,65 @@ def back_to_the_lab_inventory(hosts, tmp_path_factory):
     run = run_playbook("site.yml", tmp_path_factory.mktemp("metrics-off"))
     assert run.rc == 0, run.stdout[-3000:]
     assert_metrics_gone(hosts)
+
+
+THEIR_UNIT = "/etc/systemd/system/prometheus.service"
+THEIR_UNIT_TEXT = (
+    "[Unit]\nDescription=the operator's own Prometheus\n[Service]\nExecStart=/bin/sleep infinity\n"
+    "[Install]\nWantedBy=multi-user.target\n"
+)
+PURGE_METRICS = """
+- name: Plan the purge
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Plan
+      ansible.builtin.import_role:
+        name: rlinf.cluster.validate_inventory
+        rolespec_validate: false
+      vars:
+        validate_inventory_purpose: purge
+        validate_inventory_show: false
+
+- name: What teardown.yml's purge runs for metrics
+  hosts: ray_head:ray_workers
+  gather_facts: false
+  vars:
+    rlinf_node: "{{ rlinf_plan.plan.nodes[inventory_hostname] }}"
+  tasks:
+    - name: Purge metrics
+      ansible.builtin.include_role:
+        name: rlinf.cluster.metrics
+        tasks_from: purge.yml
+        rolespec_validate: false
+      vars:
+        metrics_purge_units: "{{ rlinf_node.metrics.units }}"
+"""
+
+
+# First in the module: before the next tests install Debian's Prometheus and configure it.
+def test_an_operators_own_prometheus_is_refused_before_any_change_and_purge_leaves_it(cluster, tmp_path):
+    head_name, head = next(iter(cluster.items()))
+    ssh(head, f"printf %s {shlex.quote(THEIR_UNIT_TEXT)} > {THEIR_UNIT} && systemctl daemon-reload")
+    ssh(head, "systemctl enable --now prometheus")
+    try:
+        run = run_playbook("site.yml", tmp_path, inventory=write_inventory(tmp_path, with_metrics(False)))
+        assert run.rc != 0, "site.yml took over the operator's Prometheus"
+        said = " ".join(run.stdout.split())
+        assert f"host '{head_name}': prometheus.service already runs here (or starts at boot)" in said, said[-3000:]
+        assert "systemctl disable --now prometheus" in said
+        # Refused in the preflight: no metrics file, no package, their unit as it was and still running.
+        left = ssh(head, f"ls {' '.join(DROPINS)} {CONFIG} /usr/bin/prometheus 2>/dev/null", check=False).stdout
+        assert left == "", f"the refused run wrote {left.split()}"
+        assert ssh(head, f"cat {THEIR_UNIT}").stdout == THEIR_UNIT_TEXT
+        purge_playbook = tmp_path / "purge-metrics.yml"
+        purge_playbook.write_text(PURGE_METRICS)
+        purge = run_playbook(str(purge_playbook), tmp_path)
+        assert purge.rc == 0, purge.stdout[-3000:]
+        state = ssh(head, "systemctl is-active prometheus; systemctl is-enabled prometheus", check=False).stdout.split()
+        assert state == ["active", "enabled"], f"purge touched the operator's Prometheus: {state}"
+    finally:
+        ssh(head, f"systemctl disable --now prometheus; rm -f {THEIR_UNIT}; systemctl daemon-reload", check=False)
 
 
 def test_prometheus_scrapes_every_ray_node_and_a_rerun_changes_nothing(cluster, tmp_path, back_to_the_lab_inventory):

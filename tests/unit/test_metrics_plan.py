@@ -288,3 +288,51 @@ def problems_remove(hv, node):
     with pytest.raises(PlanError) as err:
         P.static_plan(GROUPS, hv, {"purpose": "remove-node"})
     return sentences(err.value.problems)
+
+
+def site_problems(services_of, paths_of=None):
+    """The resolve problems of a site run whose probes saw these services (and paths) per host."""
+    static = P.static_plan(GROUPS, hostvars())
+    found = {}
+    for name in static["order"]:
+        found[name] = dict(probe(RAY[name], (paths_of or {}).get(name)), services=services_of.get(name, {}))
+    with pytest.raises(PlanError) as err:
+        P.resolve(static, found, "site")
+    return sentences(err.value.problems)
+
+
+def test_the_probe_asks_only_for_the_units_a_node_would_run():
+    plan = P.static_plan(GROUPS, hostvars())
+    assert plan["nodes"]["h"]["metrics"]["services"] == ["prometheus", "prometheus-node-exporter"]
+    assert plan["nodes"]["w1"]["metrics"]["services"] == ["prometheus-node-exporter"]
+    assert P.static_plan(GROUPS, hostvars(on=False))["nodes"]["h"]["metrics"]["services"] == []
+
+
+@pytest.mark.parametrize(
+    "state", [{"active": "active", "enabled": False}, {"active": "inactive", "enabled": True}], ids=["runs", "at-boot"]
+)
+def test_an_operators_own_prometheus_is_never_taken_over(state):
+    found = site_problems({"h": {"prometheus": state}})
+    assert any(
+        s.startswith("host 'h': prometheus.service already runs here (or starts at boot) and rlinf-ansible did not")
+        and "systemctl disable --now prometheus" in s
+        and "rlinf_metrics_host" in s
+        for s in found
+    ), found
+    assert not any("prometheus-node-exporter" in s for s in found), found
+
+
+def test_an_operators_node_exporter_is_named_on_its_machine():
+    found = site_problems({"w2": {"prometheus-node-exporter": {"active": "active", "enabled": True}}})
+    assert any(s.startswith("host 'w2': prometheus-node-exporter.service already runs here") for s in found), found
+
+
+def test_a_unit_we_configured_or_one_that_is_stopped_is_ours_to_run():
+    dropin = {"metrics_prometheus_dropin": {"path": M.PROMETHEUS_DROPIN, "exists": True, "kind": "file", "ours": True}}
+    running = {"active": "active", "enabled": True}
+    static = P.static_plan(GROUPS, hostvars())
+    found = {name: dict(probe(RAY[name]), services={}) for name in static["order"]}
+    found["h"] = dict(probe(RAY["h"], dropin), services={"prometheus": running})
+    stopped = {"active": "inactive", "enabled": False}
+    found["w1"] = dict(probe(RAY["w1"]), services={"prometheus-node-exporter": stopped})
+    P.resolve(static, found, "site")  # no problem
