@@ -603,6 +603,7 @@ RUNTIME_VARS = frozenset(
         "ray_node_remove_files",
         "ray_node_restart",
         "ray_node_secret_files",
+        "ray_node_secret_values",
         "ray_node_start_needed",
         "ray_node_started",
         "ray_node_stop",

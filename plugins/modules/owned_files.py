@@ -85,8 +85,17 @@ options:
   secret_files:
     description:
       - Like O(files), for contents that must never show (no diff; the content is masked in every output).
+      - Ansible masks a content as a whole; one holding a newline or a quote is not recognised inside the
+        logged invocation (the node's journal), so list the secrets it holds in O(secret_values) too.
     type: list
     elements: dict
+    default: []
+  secret_values:
+    description:
+      - Secrets a O(secret_files) content holds (the values of an env file's lines), masked wherever they appear
+        in this module's logged invocation and its result. Not used otherwise.
+    type: list
+    elements: str
     default: []
   remove:
     description:
@@ -483,6 +492,7 @@ def main():
             "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
             "files": {"type": "list", "elements": "dict", "default": [], "options": FILE_SPEC},
             "secret_files": {"type": "list", "elements": "dict", "default": [], "options": SECRET_SPEC},
+            "secret_values": {"type": "list", "elements": "str", "default": [], "no_log": True},
             "remove": {"type": "list", "elements": "dict", "default": []},
             "record": {"type": "list", "elements": "dict", "default": []},
             "dir_mode": {"type": "str", "default": "0755"},

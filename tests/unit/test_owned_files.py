@@ -261,3 +261,26 @@ def test_new_only_lists_the_missing_parents_first_so_purge_removes_them_after_th
     deep.mkdir()
     run({"manifest": tree["manifest"], "state": "absent"})
     assert not (tree["root"] / "opt").exists()
+
+
+@pytest.mark.parametrize("listed", [True, False], ids=["secret_values", "content-only"])
+def test_the_logged_invocation_masks_each_secret_value_listed(tree, monkeypatch, listed):
+    """AnsibleModule logs its arguments to the node's journal; it masks a secret_files content only as
+    a whole, which its logged form shows quoted (an env file's line, its newline escaped), so each
+    value must be listed in secret_values too."""
+    from ansible.module_utils import basic
+
+    logged = []
+    monkeypatch.setattr(basic.AnsibleModule, "log", lambda self, msg, log_args=None: logged.append(msg))
+    secret = "hf_NotARealTokenQ7xZ2"
+    secret_env = str(tree["root"] / "etc" / "rlinf.secret.env")
+    args = {
+        "manifest": tree["manifest"],
+        "secret_files": [{"path": secret_env, "content": f"HF_TOKEN='{secret}'\n", "mode": "0600"}],
+    }
+    if listed:
+        args["secret_values"] = [secret]
+    result = run(args)
+    assert result["changed"] and logged
+    assert (secret in " ".join(logged)) is not listed, logged
+    assert secret not in json.dumps(result)
