@@ -469,10 +469,7 @@ def main():
         "host_firewall": host_firewalls(module),
     }
     if params["unit"]:
-        _rc, out, _err = module.run_command(["systemctl", "is-active", params["unit"]])
-        result["unit"]["active"] = out.strip() or "unknown"
-        _rc, out, _err = module.run_command(["systemctl", "is-enabled", params["unit"]])
-        result["unit"]["enabled"] = out.strip() == "enabled"
+        result["unit"] = service_state(module, params["unit"])
         result["os_units"] = [
             os.path.join(d, params["unit"] + ".service")
             for d in UNIT_DIRS
