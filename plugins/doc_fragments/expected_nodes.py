@@ -5,13 +5,13 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    # The nodes the plan expects (rlinf_resolved.plan.expected_nodes), shared by the modules
+    # The nodes the plan expects (rlinf_plan.expected_nodes), shared by the modules
     # that talk to the cluster (extends_documentation_fragment: rlinf.cluster.expected_nodes).
     DOCUMENTATION = r"""
 options:
   expected_nodes:
     description:
-      - The Ray nodes of the plan in rank order, one dict per node (C(rlinf_resolved.plan.expected_nodes)).
+      - The Ray nodes of the plan in rank order, one dict per node (C(rlinf_plan.expected_nodes)).
       - Each module reads the keys it needs.
     type: list
     elements: dict

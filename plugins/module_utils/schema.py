@@ -571,7 +571,6 @@ RUNTIME_VARS = frozenset(
         "metrics_missing",
         "metrics_purge_units",
         "metrics_written",
-        "preflight_node",
         "preflight_purpose",
         "python_env_download",
         "python_env_download_no_deps",
@@ -625,12 +624,12 @@ RUNTIME_VARS = frozenset(
         "rlinf_node",
         "rlinf_plan",
         "rlinf_probe",
-        "rlinf_resolved",
-        "rlinf_settings",
         "rlinf_venv_changed",
         "teardown_answer",
         "teardown_ray_node",
+        "preflight_resolved",
         "validate_inventory_purpose",
+        "validate_inventory_result",
         "validate_inventory_write",
     }
 )

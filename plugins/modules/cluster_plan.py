@@ -83,14 +83,14 @@ EXAMPLES = r"""
   rlinf.cluster.cluster_plan:
     purpose: site
   run_once: true
-  register: rlinf_plan
+  register: validate_inventory_result
 
 - name: Resolve each node's address from its probe
   rlinf.cluster.cluster_plan:
     stage: resolve
-    plan: "{{ rlinf_plan.plan }}"
+    plan: "{{ validate_inventory_result.plan }}"
   run_once: true
-  register: rlinf_resolved
+  register: preflight_resolved
 """
 
 RETURN = r"""

@@ -49,7 +49,7 @@ options:
     default: ray_check_gpus
   gpu_nodes:
     description:
-      - What the plan says of each node's GPUs (C(rlinf_resolved.plan.gpu_nodes)); with it the report fails, naming
+      - What the plan says of each node's GPUs (C(rlinf_plan.gpu_nodes)); with it the report fails, naming
         the host, when NVIDIA drivers differ within a node group, when NVML's GPU count (the one RLinf places by) and
         Ray's GPU resource or C(rlinf_gpus_per_node) disagree, or when Ray nodes of one machine see the same GPUs.
       - Empty applies no GPU rule.
@@ -62,7 +62,7 @@ options:
     default: rlinf_probe
   disk:
     description:
-      - The plan's disk limits (C(rlinf_resolved.plan.cluster.disk) - C(warn_percent), C(fail_percent)); with them the
+      - The plan's disk limits (C(rlinf_plan.cluster.disk) - C(warn_percent), C(fail_percent)); with them the
         report warns, naming the host and path, when Ray's temp dir or the venv has less than C(warn_percent) of its
         filesystem free, and fails below C(fail_percent).
       - Empty reports the free space and judges nothing.
@@ -74,8 +74,8 @@ EXAMPLES = r"""
 - name: Write the report
   rlinf.cluster.cluster_report:
     check: "{{ ray_check_result }}"
-    expected_nodes: "{{ rlinf_resolved.plan.expected_nodes }}"
-    address: "{{ rlinf_resolved.plan.cluster.head_address }}"
+    expected_nodes: "{{ rlinf_plan.expected_nodes }}"
+    address: "{{ rlinf_plan.cluster.head_address }}"
     path: artifacts/cluster-report.json
   register: report
 """

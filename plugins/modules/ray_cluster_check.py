@@ -110,7 +110,7 @@ EXAMPLES = r"""
 
 - name: Only membership and resources, no probe tasks
   rlinf.cluster.ray_cluster_check:
-    address: "{{ rlinf_resolved.plan.cluster.head_address }}"
+    address: "{{ rlinf_plan.cluster.head_address }}"
     expected_nodes: "{{ expected }}"
     probe: false
 """

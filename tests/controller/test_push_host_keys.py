@@ -21,7 +21,7 @@ PLAYBOOK = """
         validate_inventory_show: false
     - name: Show
       ansible.builtin.debug:
-        msg: "VERIFY {{ inventory_hostname }}={{ rlinf_plan.plan.nodes[inventory_hostname].ssh_verify_host }}"
+        msg: "VERIFY {{ inventory_hostname }}={{ rlinf_plan.nodes[inventory_hostname].ssh_verify_host }}"
 """
 
 

@@ -118,8 +118,6 @@ PURGE_METRICS = """
 - name: What teardown.yml's purge runs for metrics
   hosts: ray_head:ray_workers
   gather_facts: false
-  vars:
-    rlinf_node: "{{ rlinf_plan.plan.nodes[inventory_hostname] }}"
   tasks:
     - name: Purge metrics
       ansible.builtin.include_role:
