@@ -24,7 +24,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help venv lock host image lab-up lab lab-down status teardown test lint unit controller test-lab test-lab-2 lab-durations \
 	molecule \
-	test-fleet scenarios bench clean
+	test-fleet scenarios bench generate clean
 
 help:
 	@echo "make lab        build the controller venv and the $(LAB_NODES)-node lab, run site.yml, print status"
@@ -32,6 +32,7 @@ help:
 	@echo "make test       lint + unit + controller + lab integration tests + molecule + the fleet scenario"
 	@echo "make lab-down   remove the lab (containers, networks, key, generated inventory)"
 	@echo "make unit       fast tests of pure logic, no hosts, no playbooks"
+	@echo "make generate   write docs/plan.schema.json from the typed plan (make unit fails when it is stale)"
 	@echo "make controller playbooks and tools run on the controller alone (the built artifact, docs, the refusals), no hosts"
 	@echo "make test-fleet trixie hosts, a non-root SSH user with sudo, a management and a data NIC, on a lab of its own"
 
@@ -85,6 +86,11 @@ lint: venv
 
 unit: venv
 	$(BIN)/pytest -q tests/unit
+
+# The plan's JSON Schema, from plugins/plugin_utils/plan_types.py (tests/unit/test_plan_types.py).
+generate: venv
+	PYTHONPATH=collections $(BIN)/python -m ansible_collections.rlinf.cluster.plugins.plugin_utils.plan_types \
+	  > docs/plan.schema.json
 
 controller: venv
 	$(BIN)/pytest -q tests/controller

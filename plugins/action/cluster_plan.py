@@ -38,7 +38,11 @@ class ActionModule(ControllerAction):
                 }
                 hostvars = task_vars.get("hostvars") or {}
                 built = plan.static_plan(task_vars.get("groups") or {}, hostvars, context)
-                for name, node in built["nodes"].items():
+                removed = built.get("removal") or {}
+                for name, node in [
+                    *built["nodes"].items(),
+                    *([(removed["node"], removed["node_plan"])] if removed else []),
+                ]:
                     node["ssh_verify_host"] = _host_key_checking(hostvars.get(name) or {})
                 self._adopt_legacy_token(built)
                 if args["purpose"] in plan.RENDER_PURPOSES:

@@ -48,10 +48,11 @@ def _probe(address: str) -> dict:
     }
 
 
-def _static(hostvars, purpose: str) -> dict:
+def _static(hostvars, purpose: str, groups=GROUPS) -> dict:
     """The static plan as the action returns it (what it adds on the controller included)."""
-    built = P.static_plan(GROUPS, hostvars, {"purpose": purpose})
-    for node in built["nodes"].values():
+    built = P.static_plan(groups, hostvars, {"purpose": purpose})
+    removed = [built["removal"]["node_plan"]] if "removal" in built else []
+    for node in [*built["nodes"].values(), *removed]:
         node["ssh_verify_host"] = True
     ActionModule._adopt_legacy_token(built)
     return built
