@@ -12,7 +12,7 @@ from ansible import constants as C
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.utils.vars import load_extra_vars
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import auth_token, plan
+from ansible_collections.rlinf.cluster.plugins.module_utils import auth_token, plan, restarts
 from ansible_collections.rlinf.cluster.plugins.module_utils.action_specs import CLUSTER_PLAN
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, Problem, report, sentences
 from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import cluster_block_yaml
@@ -119,10 +119,10 @@ class ActionModule(ControllerAction):
                 "venv": [] if venv.get("satisfied", True) else list(venv.get("unsatisfied") or ["not satisfied"]),
                 "code": code,
             }
-        planned = plan.restarts(plan._plain(args["plan"]), states, args["every"])
+        planned = restarts.restarts(plan._plain(args["plan"]), states, args["every"])
         result = {"changed": False, "restarts": planned, "restart_needed": bool(planned)}
         if args["drivers"] is not None:
-            result.update(plan.restart_verdict(planned, plan._plain(args["drivers"]), args["allow"]))
+            result.update(restarts.restart_verdict(planned, plan._plain(args["drivers"]), args["allow"]))
         return result
 
     @staticmethod

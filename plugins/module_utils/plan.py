@@ -25,6 +25,7 @@ import json
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 
 from packaging.version import Version
 
@@ -794,7 +795,30 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
     }
     if removal is not None:
         plan["removal"] = removal
+    if purpose == "launch":
+        plan["launch"] = launch_names(run, nodes[order[0]], (context or {}).get("now") or datetime.now(UTC))
     return plan
+
+
+LAUNCH_UNIT_PREFIX = "rlinf-launch-"
+
+
+def launch_names(run: Mapping, head: Mapping, now: datetime) -> dict:
+    """launch.yml's run on the head: its unit (rlinf_launch_name, or the UTC time), working directory
+    (the head's checkout), script and log (rlinf_launch_log_dir), and its record and outcome files."""
+    name = run["rlinf_launch_name"] or now.strftime("%Y%m%d-%H%M%S")
+    if name.startswith(LAUNCH_UNIT_PREFIX):
+        name = name[len(LAUNCH_UNIT_PREFIX) :]
+    unit = LAUNCH_UNIT_PREFIX + re.sub(r"[^A-Za-z0-9_.-]", "-", name)
+    logs, state = head["paths"]["launch_log_dir"], head["paths"]["launch_state_dir"]
+    return {
+        "unit": unit,
+        "dir": re.sub(r"(.)/+$", r"\1", head["code_dest"]),
+        "script": f"{logs}/{unit}.sh",
+        "log": f"{logs}/{unit}.log",
+        "record": f"{state}/{unit}.json",
+        "outcome": f"{state}/{unit}.outcome.json",
+    }
 
 
 def _job_dir_warnings(order: Sequence[str], nodes: Mapping[str, Mapping], code_sync: str) -> list[str]:
@@ -905,6 +929,14 @@ def _purpose_checks(purpose: str, run: Mapping, order: Sequence[str], nodes: Map
                 None,
                 'rlinf_entry is empty; launch.yml needs the command to run on the head, e.g. -e rlinf_entry="bash '
                 'examples/embodiment/run_embodiment.sh CONFIG".',
+            )
+        )
+    if purpose == "launch" and order and not nodes[order[0]]["code_dest"].startswith("/"):
+        problems.append(
+            Problem(
+                order[0],
+                "launch.yml runs rlinf_entry in the RLinf checkout on the head: set rlinf_src (or rlinf_code_dest) "
+                f"to its absolute path there (now {nodes[order[0]]['code_dest']!r}).",
             )
         )
     if purpose == "remove-node":
@@ -1386,7 +1418,8 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
     out["nodes"] = dict(plan["nodes"])
     if head in resolved:
         head_ip = resolved[head]["ip"]
-        head_port = plan["nodes"][head]["ports"]["ray_port"]
+        head_port = _recorded_head_port(probes[head]) if purpose in RECORD_PURPOSES else None
+        head_port = head_port or plan["nodes"][head]["ports"]["ray_port"]
         out["cluster"] = dict(cluster, head_ip=head_ip, head_port=head_port, head_address=f"{head_ip}:{head_port}")
     if token is not None:
         out["cluster"] = dict(out["cluster"], token=token)
@@ -1512,6 +1545,13 @@ def ray_args(node: Mapping, plan: Mapping) -> list[str]:
     return args + list(node["extra_args"])
 
 
+def _recorded_head_port(probe: Mapping) -> int | None:
+    """The GCS port the head's Ray was started with (its record), which status and teardown ask even
+    when today's inventory names another one not yet applied."""
+    port = ((probe.get("record") or {}).get("ports") or {}).get("ray_port")
+    return port if isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536 else None
+
+
 def record_of(node: Mapping, plan: Mapping) -> dict:
     """What the node keeps of the plan's decisions (under /etc/rlinf/state/)."""
     cluster = plan["cluster"]
@@ -1609,98 +1649,3 @@ def summary(plan: Mapping) -> dict:
             }
         )
     return {"version": plan["version"], "cluster": plan["cluster"], "nodes": nodes}
-
-
-# Restarts and the drivers they would hurt --------------------------------------------
-
-
-def restarts(plan: Mapping, states: Mapping[str, Mapping], every: str = "") -> dict[str, list[str]]:
-    """Which Ray nodes this run would restart or stop, and why, in rank order.
-
-    ``states`` maps each node of the run to what preflight and the dry write found: ``active``
-    (its Ray unit runs), ``files`` (the node's files a write would change, when one of them
-    restarts Ray), ``venv`` (what the venv lacks of the pinned set: pip would install), ``code``
-    (a new code-sync wheel would be installed). A node whose Ray is not running only starts:
-    nothing attached to it can be hurt. A restarted head restarts every running worker (they
-    do not rejoin a new head promptly). With ``plan['removal']`` the removed node stops. With
-    ``every`` (rebuild.yml's teardown) every running node restarts for that reason.
-    """
-    head = plan["order"][0]
-    found: dict[str, list[str]] = {}
-    removal = plan.get("removal") or {}
-    if removal:
-        found[removal["node"]] = [f"it is removed from the cluster (rank {removal['rank']}): its Ray stops"]
-    renumbered = {r["name"]: r for r in removal.get("renumbered", [])}
-    for name in plan["order"]:
-        state = states.get(name)
-        if not state or not state.get("active"):
-            continue
-        reasons = [every] if every else []
-        if name in renumbered:
-            reasons.append(f"its rank changes from {renumbered[name]['from']} to {renumbered[name]['to']}")
-        if state.get("files"):
-            reasons.append("its files change (" + ", ".join(state["files"]) + ")")
-        if state.get("venv"):
-            reasons.append("its venv changes (" + "; ".join(state["venv"]) + ")")
-        if state.get("code"):
-            reasons.append("a new code-sync wheel is installed into its venv")
-        if reasons:
-            found[name] = reasons
-    if head in found:
-        for name in plan["order"][1:]:
-            if (states.get(name) or {}).get("active"):
-                found.setdefault(name, []).append("the head restarts (workers rejoin a new head only when restarted)")
-    order = list(plan["order"])
-    if removal:
-        order.insert(removal["rank"], removal["node"])
-    return {name: found[name] for name in order if name in found}
-
-
-def _driver_text(driver: Mapping) -> str:
-    if driver.get("kind") == "unreadable":
-        return (
-            f"possibly a driver: the job table of the Ray head at {driver.get('address')} could not be read "
-            f"({driver.get('error')})"
-        )
-    if driver.get("kind") == "launch":
-        parts = [f"unit {driver['unit']}"]
-        if driver.get("entry"):
-            parts.append(f"running {driver['entry']!r}")
-        if driver.get("started_at"):
-            parts.append(f"since {driver['started_at']}")
-        if driver.get("job_id"):
-            parts.append(f"Ray job {driver['job_id']}")
-        return "RLinf driver " + driver["unit"] + " (" + ", ".join(parts[1:] or parts) + ")"
-    where = f"pid {driver.get('driver_pid')} on {driver.get('driver_ip')}"
-    what = f": {driver['command']}" if driver.get("command") else ""
-    namespace = f", namespace {driver['namespace']}" if driver.get("namespace") else ""
-    return f"Ray job {driver.get('job_id')} (driver {where}{what}{namespace})"
-
-
-def restart_verdict(planned: Mapping[str, Sequence[str]], drivers: Sequence[Mapping], allow: bool) -> dict:
-    """Whether the restarts this run would make may go ahead while ``drivers`` run.
-
-    Returns ``refused`` and ``msg``: the drivers, the nodes that would restart and why, and
-    the ways out. Nothing restarts, nothing is refused; no driver, nothing is refused."""
-    if not planned:
-        return {"refused": False, "msg": "no Ray node restarts in this run"}
-    nodes = "; ".join(f"{name}: {', '.join(reasons)}" for name, reasons in planned.items())
-    if not drivers:
-        return {"refused": False, "msg": f"no RLinf driver runs; restarting Ray on {nodes}"}
-    listed = "; ".join(_driver_text(d) for d in drivers)
-    if allow:
-        return {
-            "refused": False,
-            "msg": f"rlinf_allow_restart=true: restarting Ray although {listed} runs (it will fail); {nodes}",
-        }
-    count = len(drivers)
-    return {
-        "refused": True,
-        "msg": (
-            f"{'An RLinf driver is' if count == 1 else f'{count} drivers are'} attached to the cluster: {listed}. "
-            f"This run would restart Ray on {len(planned)} node{'s' if len(planned) != 1 else ''} and the driver "
-            f"would fail: {nodes}. Ray was restarted nowhere and no Ray setting was written. Wait until the "
-            "driver ends (status.yml lists it), stop it (systemctl stop UNIT on the head), or re-run with "
-            "-e rlinf_allow_restart=true to restart anyway."
-        ),
-    }

@@ -234,6 +234,17 @@ class Removal(TypedDict):
     node_plan: NodePlan
 
 
+class LaunchNames(TypedDict):
+    """``rlinf_plan.launch`` (launch.yml only): the run's names on the head."""
+
+    unit: str  # rlinf-launch-<rlinf_launch_name or the UTC time>
+    dir: str  # the head's checkout: the driver's working directory
+    script: str
+    log: str
+    record: str  # read by status.yml and the restart guard
+    outcome: str  # written by the run's wrapper at its end
+
+
 class WheelhouseBuild(TypedDict):
     key: str
     dir: str
@@ -269,6 +280,7 @@ class ClusterPlan(TypedDict):
     warnings: list[str]
     config_cluster: dict | None  # the RLinf config's cluster: block, when one is given
     removal: NotRequired[Removal]  # remove-node only
+    launch: NotRequired[LaunchNames]  # launch only
     # After stage=resolve:
     wheelhouses: NotRequired[list[WheelhouseBuild]]
     expected_nodes: NotRequired[list[ExpectedNode]]

@@ -214,6 +214,18 @@ def test_status_reads_the_addresses_the_records_keep():
     assert resolved(found=unrecorded, purpose="status")["nodes"]["w2"]["ip"] == ""
 
 
+def test_status_asks_the_head_at_the_port_its_record_keeps_not_a_new_one_in_the_inventory():
+    # ray_port changed in the inventory, site.yml not run yet: the head's Ray still listens where it started.
+    record = {"ip": "192.0.2.1", "ports": {"ray_port": 6379}}
+    found = dict(probes(), h=probe("192.0.2.1", record=record))
+    plan = resolved(hostvars(h={"ray_port": 7000}), found=found, purpose="status")
+    assert plan["cluster"]["head_address"] == "192.0.2.1:6379" and plan["cluster"]["head_port"] == 6379
+    # A site run applies the new port: it is the inventory's.
+    assert resolved(hostvars(h={"ray_port": 7000}), purpose="site")["cluster"]["head_port"] == 7000
+    # No record (never deployed): the inventory's.
+    assert resolved(hostvars(h={"ray_port": 7000}), purpose="status")["cluster"]["head_port"] == 7000
+
+
 def test_the_env_file_and_the_unit_carry_the_auth_settings():
     node = resolved()["nodes"]["w1"]
     env = node["files"][0]["content"]
@@ -457,3 +469,28 @@ def test_a_bad_value_is_one_sentence_not_one_per_checker(bad, said):
     about = [s for s in found if f"{var}=" in s or f"{var} " in s]
     assert len(about) == 1, found
     assert said in about[0]
+
+
+def test_launch_names_the_run_from_its_name_or_the_time_and_the_heads_checkout():
+    from datetime import UTC, datetime
+
+    now = datetime(2026, 12, 3, 11, 5, 9, tzinfo=UTC)
+    every = {"rlinf_src": "/srv/RLinf/"}
+    hv = hostvars(h={**every, "rlinf_entry": "bash run.sh"}, w1=every, w2=every)
+    plan = P.static_plan(GROUPS, hv, {"purpose": "launch", "now": now})
+    assert plan["launch"] == {
+        "unit": "rlinf-launch-20261203-110509",
+        "dir": "/srv/RLinf",
+        "script": "/var/log/rlinf/rlinf-launch-20261203-110509.sh",
+        "log": "/var/log/rlinf/rlinf-launch-20261203-110509.log",
+        "record": "/etc/rlinf/state/launches/rlinf-launch-20261203-110509.json",
+        "outcome": "/etc/rlinf/state/launches/rlinf-launch-20261203-110509.outcome.json",
+    }
+    named = hostvars(h={**every, "rlinf_entry": "x", "rlinf_launch_name": "rlinf-launch-ppo.1"}, w1=every, w2=every)
+    assert P.static_plan(GROUPS, named, {"purpose": "launch"})["launch"]["unit"] == "rlinf-launch-ppo.1"
+    assert "launch" not in P.static_plan(GROUPS, hostvars(), {"purpose": "site"})
+
+
+def test_launch_without_an_absolute_checkout_on_the_head_is_refused_naming_the_head():
+    found = problems_of(lambda: P.static_plan(GROUPS, hostvars(h={"rlinf_entry": "x"}), {"purpose": "launch"}))
+    assert any(s.startswith("host 'h': launch.yml runs rlinf_entry in the RLinf checkout") for s in found), found

@@ -63,7 +63,8 @@ def plans() -> list[dict]:
     for build in site["wheelhouses"]:
         build["complete"] = False
     removal = _static(_hostvars(node="w1"), "remove-node")
-    return [site, removal]
+    launch = _static(_hostvars(rlinf_entry="bash run.sh"), "launch")
+    return [site, removal, launch]
 
 
 def _has(value, path: list[str]) -> bool:

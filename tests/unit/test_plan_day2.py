@@ -8,6 +8,7 @@ import pytest
 from test_plan import GROUPS, hostvars, probe, probes, problems_of
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
+from ansible_collections.rlinf.cluster.plugins.module_utils import restarts as R
 
 FOUR = {"ray_head": ["h"], "ray_workers": ["w1", "w2", "w3"]}
 
@@ -153,21 +154,21 @@ def plan3():
 
 def test_a_run_that_changes_nothing_restarts_nothing():
     states = {n: {"active": True, "files": [], "venv": [], "code": False} for n in ["h", "w1", "w2"]}
-    assert P.restarts(plan3(), states) == {}
-    assert P.restart_verdict({}, [{"kind": "launch", "unit": "rlinf-launch-x"}], allow=False)["refused"] is False
+    assert R.restarts(plan3(), states) == {}
+    assert R.restart_verdict({}, [{"kind": "launch", "unit": "rlinf-launch-x"}], allow=False)["refused"] is False
 
 
 def test_a_worker_whose_env_file_changes_restarts_alone():
     states = {n: {"active": True} for n in ["h", "w1", "w2"]}
     states["w2"]["files"] = ["/etc/rlinf/rlinf.env"]
-    assert P.restarts(plan3(), states) == {"w2": ["its files change (/etc/rlinf/rlinf.env)"]}
+    assert R.restarts(plan3(), states) == {"w2": ["its files change (/etc/rlinf/rlinf.env)"]}
 
 
 def test_a_restarted_head_restarts_every_running_worker():
     states = {n: {"active": True} for n in ["h", "w1", "w2"]}
     states["h"]["files"] = ["/etc/rlinf/ray-auth-token"]
     states["w2"]["active"] = False  # stopped: it only starts
-    found = P.restarts(plan3(), states)
+    found = R.restarts(plan3(), states)
     assert list(found) == ["h", "w1"]
     assert "the head restarts" in found["w1"][0]
 
@@ -175,17 +176,17 @@ def test_a_restarted_head_restarts_every_running_worker():
 def test_a_new_pin_restarts_every_node_for_its_venv_and_stopped_nodes_only_start():
     states = {n: {"active": True, "venv": ["ray[default]==2.60.0: installed 2.59.0"]} for n in ["h", "w1", "w2"]}
     states["w1"]["active"] = False
-    found = P.restarts(plan3(), states)
+    found = R.restarts(plan3(), states)
     assert list(found) == ["h", "w2"]
     assert found["h"] == ["its venv changes (ray[default]==2.60.0: installed 2.59.0)"]
     assert found["w2"][0].startswith("its venv changes") and "the head restarts" in found["w2"][1]
-    code = P.restarts(plan3(), {"w1": {"active": True, "code": True}})
+    code = R.restarts(plan3(), {"w1": {"active": True, "code": True}})
     assert code == {"w1": ["a new code-sync wheel is installed into its venv"]}
 
 
 def test_rebuild_restarts_every_running_node():
     states = {n: {"active": n != "w2"} for n in ["h", "w1", "w2"]}
-    found = P.restarts(plan3(), states, every="rebuild.yml stops it")
+    found = R.restarts(plan3(), states, every="rebuild.yml stops it")
     assert found["h"] == ["rebuild.yml stops it"] and "w2" not in found
 
 
@@ -194,7 +195,7 @@ JOB = {"kind": "ray", "job_id": "03000000", "driver_ip": "10.0.0.2", "driver_pid
 
 
 def test_a_restart_under_a_driver_is_refused_naming_driver_nodes_and_reasons():
-    verdict = P.restart_verdict({"w1": ["its files change (/etc/rlinf/rlinf.env)"]}, [LAUNCH, JOB], allow=False)
+    verdict = R.restart_verdict({"w1": ["its files change (/etc/rlinf/rlinf.env)"]}, [LAUNCH, JOB], allow=False)
     assert verdict["refused"] is True
     msg = verdict["msg"]
     assert "2 drivers are attached" in msg
@@ -205,9 +206,9 @@ def test_a_restart_under_a_driver_is_refused_naming_driver_nodes_and_reasons():
 
 
 def test_allow_restart_goes_ahead_and_says_so():
-    verdict = P.restart_verdict({"h": ["its venv changes (x)"]}, [LAUNCH], allow=True)
+    verdict = R.restart_verdict({"h": ["its venv changes (x)"]}, [LAUNCH], allow=True)
     assert verdict["refused"] is False and verdict["msg"].startswith("rlinf_allow_restart=true")
-    assert P.restart_verdict({"h": ["x"]}, [], allow=False) == {
+    assert R.restart_verdict({"h": ["x"]}, [], allow=False) == {
         "refused": False,
         "msg": "no RLinf driver runs; restarting Ray on h: x",
     }
@@ -215,7 +216,7 @@ def test_allow_restart_goes_ahead_and_says_so():
 
 def test_a_driver_table_that_cannot_be_read_counts_as_a_driver():
     unreadable = {"kind": "unreadable", "address": "10.0.0.1:6379", "error": "ConnectionError: refused"}
-    verdict = P.restart_verdict({"h": ["x"]}, [unreadable], allow=False)
+    verdict = R.restart_verdict({"h": ["x"]}, [unreadable], allow=False)
     assert verdict["refused"] is True
     assert "job table of the Ray head at 10.0.0.1:6379 could not be read (ConnectionError: refused)" in verdict["msg"]
 
@@ -251,7 +252,7 @@ def test_only_the_renumbered_nodes_restart_and_the_removed_one_stops():
     states = {n: {"active": True} for n in plan["order"]}
     for name in ("w2", "w3"):
         states[name]["files"] = ["/etc/rlinf/rlinf.env", "/etc/systemd/system/rlinf-ray.service"]
-    found = P.restarts(plan, states)
+    found = R.restarts(plan, states)
     assert list(found) == ["w1", "w2", "w3"]
     assert found["w1"] == ["it is removed from the cluster (rank 1): its Ray stops"]
     assert found["w2"][0] == "its rank changes from 2 to 1"

@@ -89,6 +89,7 @@ PLANS = {
     "static remove-node": lambda: _static(_hostvars(node="w1"), "remove-node"),
     "resolved remove-node": lambda: _resolved(_hostvars(node="w1"), "remove-node"),
     "static teardown": lambda: _static(_hostvars(), "teardown"),
+    "static launch": lambda: _static(_hostvars(rlinf_entry="bash run.sh"), "launch"),
     "static overlay": lambda: _overlay()[0],
     "resolved overlay": lambda: _overlay()[1],
 }
