@@ -72,14 +72,21 @@ def test_status_on_the_healthy_lab_prints_the_table_and_writes_the_report(tmp_pa
         assert re.search(rf"{rank}\s+{re.escape(name)}\s+{re.escape(address)}\s+ALIVE", stdout), stdout
 
 
-def test_status_default_report_path_is_the_repo_artifacts_dir(tmp_path):
-    """Without -e cluster_report_path the report lands in <repo>/artifacts/, from the wrapper."""
-    target = ROOT / "artifacts" / "cluster-report.json"
-    started = time.time()
-    run = run_playbook("status.yml", tmp_path)
+def test_status_default_report_path_is_the_checkouts_artifacts_dir(tmp_path):
+    """Without -e cluster_report_path the report lands in artifacts/ next to the checkout's playbooks.
+
+    Run from a checkout of its own (the wrapper and a link to playbooks/), so the report read is this
+    run's: every site.yml of the other lab writes the repository's artifacts/cluster-report.json."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "playbooks").symlink_to(ROOT / "playbooks")
+    (checkout / "status.yml").write_text((ROOT / "status.yml").read_text())
+    target = checkout / "artifacts" / "cluster-report.json"
+    run = run_playbook(str(checkout / "status.yml"), tmp_path)
     assert run.rc == 0, run.stdout[-3000:]
-    assert target.exists() and target.stat().st_mtime >= started - 1
-    assert json.loads(target.read_text())["ok"] is True
+    report = json.loads(target.read_text())
+    assert report["ok"] is True, report["problems"]
+    assert [n["name"] for n in report["nodes"]] == list(lab_hosts()), report["nodes"]
 
 
 def _swap_worker_ranks(groups):
