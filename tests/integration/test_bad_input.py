@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
-from lab_helpers import lab_hosts, run_playbook, write_inventory
+from lab_helpers import lab_hosts, run_playbook, ssh, write_inventory
 
 pytestmark = pytest.mark.lab
 
@@ -77,3 +77,30 @@ def test_unreachable_host_is_named_and_nothing_is_started(tmp_path, hosts):
     assert "fatal: [ghost-worker]: UNREACHABLE!" in run.stdout, run.stdout[-3000:]
     assert "ghost-worker" in run.stats.get("dark", {})
     assert run.changed() == {}, f"hosts were changed although one node was unreachable: {run.changed()}"
+
+
+def test_a_users_directory_at_the_wheelhouse_path_is_refused_and_left_as_it_was(tmp_path, hosts):
+    """Never adopt (issue 25): a wheelhouse path that holds a user's files is refused at preflight,
+    naming host and variable, before anything is synced into it (rsync --delete would empty it)."""
+    name, address = list(hosts.items())[-1]
+    theirs = "/opt/rlinf/models"
+    listing = f"find {theirs} -printf '%p %m %s %T@\\n' | sort; md5sum {theirs}/*"
+    ssh(address, f"mkdir -p {theirs} && echo weights > {theirs}/w.pt && echo notes > {theirs}/README")
+    before = ssh(address, listing).stdout
+
+    def wheelhouse_there(groups):
+        groups["ray_workers"]["hosts"][name]["python_env_node_wheelhouse_dir"] = theirs
+
+    try:
+        run = run_playbook("site.yml", tmp_path, inventory=write_inventory(tmp_path, wheelhouse_there))
+        after = ssh(address, listing).stdout
+    finally:
+        ssh(address, f"rm -rf {theirs}", check=False)
+    assert run.rc != 0
+    assert run.changed() == {}, run.changed()
+    refusal = (
+        f"host '{name}': python_env_node_wheelhouse_dir: {theirs} exists, is a directory with files in it, "
+        "and rlinf-ansible did not create it (not in its manifest)"
+    )
+    assert refusal in said(run), run.stdout[-3000:]
+    assert after == before

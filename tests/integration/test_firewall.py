@@ -125,18 +125,34 @@ def test_a_limit_that_leaves_nodes_out_is_refused(tmp_path, hosts):
     assert ssh(head, TABLE, check=False).returncode != 0, "the head got rules without the workers' addresses"
 
 
-def test_purge_removes_the_firewall(tmp_path, hosts):
+# An operator's own nft table (issue 25): ours is one table beside it, never a flushed ruleset.
+THEIR_TABLE = "inet operator_own"
+THEIR_RULES = (
+    f"add table {THEIR_TABLE}\n"
+    f"add chain {THEIR_TABLE} input {{ type filter hook input priority 10; policy accept; }}\n"
+    f'add rule {THEIR_TABLE} input tcp dport 9 counter drop comment "the operator\'s"\n'
+)
+
+
+def test_purge_removes_the_firewall_and_keeps_the_operators_own_table(tmp_path, hosts):
     head = next(iter(hosts.values()))
     inventory = write_inventory(tmp_path, with_firewall([]))
     try:
         run = run_playbook("site.yml", tmp_path, inventory=inventory)
         assert run.rc == 0, run.stdout[-3000:]
         assert ssh(head, TABLE, check=False).returncode == 0
+        # nft is there now (the role installed it): the operator adds a table of their own.
+        ssh(head, "nft -f -", stdin=THEIR_RULES)
+        theirs = ssh(head, f"nft list table {THEIR_TABLE}").stdout
         purge = run_playbook(
             "teardown.yml", tmp_path, inventory=inventory, extravars={"teardown_purge": True, "teardown_confirm": "yes"}
         )
         assert purge.rc == 0, purge.stdout[-3000:]
         assert_firewall_gone(hosts)
+        assert ssh(head, f"nft list table {THEIR_TABLE}").stdout == theirs, "purge changed the operator's table"
     finally:
         restore_default_lab(tmp_path, hosts)
+        kept = ssh(head, f"nft list table {THEIR_TABLE}", check=False).stdout
+        ssh(head, f"nft delete table {THEIR_TABLE}", check=False)
     assert_firewall_gone(hosts)
+    assert kept == theirs, "site.yml (firewall off again) changed the operator's table"
