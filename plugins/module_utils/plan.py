@@ -1259,8 +1259,8 @@ def _host_problems(
         problems.append(
             Problem(
                 name,
-                f"{os_name} has no apt: the roles support the Debian family (Debian 11-13, Ubuntu 22.04/24.04) "
-                "only; nothing was installed.",
+                f"{os_name} has no apt: the roles support the Debian family (Debian 12-13; Ubuntu 22.04/24.04, "
+                "untested) only; nothing was installed.",
             )
         )
     _python_problems(name, node, probe, plan["cluster"]["ray_version"], problems)
