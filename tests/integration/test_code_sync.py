@@ -27,6 +27,11 @@ pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 VENV_PY = "/opt/rlinf/venv/bin/python"
 RECORDS = "/opt/rlinf/code-sync-checkouts"
+# Every checkout record on a node, as one JSON list.
+READ_RECORDS = (
+    "import glob, json, sys; "
+    "print(json.dumps([json.load(open(f)) for f in sorted(glob.glob(sys.argv[1] + '/*.json'))]))"
+)
 
 
 def marker_results(stdout: str) -> dict:
@@ -66,13 +71,12 @@ def test_rsync_marker_on_every_node_and_idempotent(tmp_path):
         result = marker_results(proc.stdout)
         assert_marker_everywhere(result, marker, hosts)
         assert {n["file"] for n in result["nodes"]} == {f"{dest}/rlinf/__init__.py"}
-        # The record teardown's purge reads: exactly what was copied.
-        record = json.loads(ssh(head, f"cat {RECORDS}/*.json").stdout)
-        assert record == {
-            "dest": dest,
-            "files": ["marker_driver.py", "pyproject.toml", "rlinf/__init__.py"],
-            "dirs": ["rlinf"],
-        }
+        # The record teardown's purge reads: exactly what was copied. Its own among the records (a module
+        # before may have synced another checkout on this lab, and its record stays for purge).
+        records = json.loads(ssh(head, f"{VENV_PY} -c {shlex.quote(READ_RECORDS)} {RECORDS}").stdout)
+        assert [r for r in records if r.get("dest") == dest] == [
+            {"dest": dest, "files": ["marker_driver.py", "pyproject.toml", "rlinf/__init__.py"], "dirs": ["rlinf"]}
+        ], records
     finally:
         remove_everywhere(hosts, dest, RECORDS)
 
