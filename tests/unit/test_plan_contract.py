@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from test_metrics_plan import probe
 
 from ansible_collections.rlinf.cluster.plugins.action.cluster_plan import ActionModule
 from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
@@ -37,17 +38,6 @@ def _hostvars(**run):
     return {name: {"ansible_host": address, **every, **(run if name == "h" else {})} for name, address in SSH.items()}
 
 
-def _probe(address: str) -> dict:
-    return {
-        "systemd": True,
-        "apt": True,
-        "python": {"version": "3.11.2", "machine": "x86_64", "glibc": "2.36"},
-        "interfaces": {"eth0": [address]},
-        "default_route": {"device": "eth0", "address": address},
-        "paths": {},
-    }
-
-
 def _static(hostvars, purpose: str, groups=GROUPS) -> dict:
     """The static plan as the action returns it (what it adds on the controller included)."""
     built = P.static_plan(groups, hostvars, {"purpose": purpose})
@@ -59,7 +49,7 @@ def _static(hostvars, purpose: str, groups=GROUPS) -> dict:
 
 
 def plans() -> list[dict]:
-    site = P.resolve(_static(_hostvars(), "site"), {n: _probe(a) for n, a in SSH.items()}, "site")
+    site = P.resolve(_static(_hostvars(), "site"), {n: probe(a) for n, a in SSH.items()}, "site")
     for build in site["wheelhouses"]:
         build["complete"] = False
     removal = _static(_hostvars(node="w1"), "remove-node")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from test_plan_contract import GROUPS, SSH, _hostvars, _probe, _static
+from test_metrics_plan import probe
+from test_plan_contract import GROUPS, SSH, _hostvars, _static
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
 from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan_types as T
@@ -52,7 +53,7 @@ def mismatches(value, tp, where: str = "rlinf_plan") -> list[str]:
 
 
 def _resolved(hostvars, purpose="site", context_purpose=None):
-    plan = P.resolve(_static(hostvars, context_purpose or purpose), {n: _probe(a) for n, a in SSH.items()}, purpose)
+    plan = P.resolve(_static(hostvars, context_purpose or purpose), {n: probe(a) for n, a in SSH.items()}, purpose)
     for build in plan.get("wheelhouses", []):
         build["complete"] = False
     return plan
@@ -73,9 +74,9 @@ def _overlay():
     for host in hostvars.values():
         host.update(easytier_enabled=True, easytier_network_name="lab", easytier_network_secret="s" * 24)
     static = _static(hostvars, "site", groups)
-    probes = {n: _probe(a) for n, a in SSH.items()}
-    for name, probe in probes.items():
-        probe["interfaces"]["et0"] = [static["nodes"][name]["address_rule"]["value"]]
+    probes = {n: probe(a) for n, a in SSH.items()}
+    for name, found in probes.items():
+        found["interfaces"]["et0"] = [static["nodes"][name]["address_rule"]["value"]]
     resolved = P.resolve(static, probes, "site")
     for build in resolved["wheelhouses"]:
         build["complete"] = False
