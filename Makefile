@@ -103,7 +103,7 @@ test-lab: lab-up
 # cluster it needs (tests/integration/conftest.py), so any module runs on either lab.
 LAB_B := LAB_NAME=rlinf-lab-b LAB_SUBNET=10.89.86.0/24 LAB_DISTRO=bookworm LAB_SSH_USER=root LAB_NICS=1
 test-lab-2: lab-up
-	$(LAB_B) $(BIN)/python lab/lab.py up --nodes $(LAB_NODES)
+	$(LAB_B) bash lab/timed.sh "lab B up" $(BIN)/python lab/lab.py up --nodes $(LAB_NODES)
 	RLINF_LAB_INVENTORIES="$(abspath $(INVENTORY)) $(CURDIR)/.lab/rlinf-lab-b/inventory" \
 	  $(BIN)/pytest -m "lab and not scenario" -q -n 2 --dist loadfile --durations=30 --junitxml=.lab/lab-suite.xml tests/integration; \
 	  status=$$?; $(LAB_B) $(BIN)/python lab/lab.py down >/dev/null; exit $$status
@@ -127,16 +127,19 @@ test-fleet: host venv
 
 # The scenarios on labs of their own, one after the other: molecule's, then the fleet's.
 scenarios:
-	$(MAKE) molecule
-	$(MAKE) test-fleet
+	bash lab/timed.sh molecule $(MAKE) molecule
+	bash lab/timed.sh test-fleet $(MAKE) test-fleet
 
 # The lab suite (on two labs, the longest stream) beside the scenarios: they share no host, and
 # most of a lab test is waiting for Ray, not CPU. Its lab is up before the two streams start, so
 # make's two job slots never leave it waiting for a scenario to finish (three targets in two
 # slots did: the lab suite started only after molecule, 15 minutes late).
-test: lint unit controller
-	$(MAKE) lab-up
-	$(MAKE) -j2 --output-sync=target test-lab-2 scenarios
+test: venv
+	bash lab/timed.sh lint $(MAKE) lint
+	bash lab/timed.sh unit $(MAKE) unit
+	bash lab/timed.sh controller $(MAKE) controller
+	bash lab/timed.sh lab-up $(MAKE) lab-up
+	bash lab/timed.sh "lab suite + scenarios" $(MAKE) -j2 --output-sync=target test-lab-2 scenarios
 
 bench: image venv
 	$(BIN)/python bench/bringup.py

@@ -16,7 +16,7 @@ for scenario in $scenarios; do
     podman network exists "$net" || podman network create --subnet "${subnets[$scenario]}" "$net" >/dev/null
   fi
   echo "== molecule test -s $scenario"
-  molecule test -s "$scenario" || status=1
+  bash lab/timed.sh "molecule $scenario" molecule test -s "$scenario" || status=1
   if [[ -n "${subnets[$scenario]:-}" ]]; then
     podman network rm -f "$net" >/dev/null 2>&1 || true
   fi
