@@ -12,7 +12,7 @@ from ansible import constants as C
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.utils.vars import load_extra_vars
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import auth_token, plan, restarts
+from ansible_collections.rlinf.cluster.plugins.module_utils import auth_token, plan, restarts, wheelhouse
 from ansible_collections.rlinf.cluster.plugins.module_utils.action_specs import CLUSTER_PLAN
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, Problem, report, sentences
 from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import cluster_block_yaml
@@ -51,8 +51,12 @@ class ActionModule(ControllerAction):
                 if not args["plan"]:
                     return {"failed": True, "msg": "stage=resolve needs plan (the static plan's result)."}
                 built = plan.resolve(args["plan"], self._probes(task_vars, args["probe_var"]), args["purpose"])
+                changed_wheels = []
                 for build in built.get("wheelhouses", []):
-                    build["complete"] = os.path.exists(f"{build['dir']}/.complete-{build['stamp']}")
+                    build["complete"], found = wheelhouse.lock_state(build["dir"], build["locks"])
+                    changed_wheels += [Problem(None, text) for text in found]
+                if changed_wheels:
+                    raise PlanError(changed_wheels, "preflight")
         except PlanError as err:
             total = len(task_vars.get("groups", {}).get("ray_head", [])) + len(
                 task_vars.get("groups", {}).get("ray_workers", [])

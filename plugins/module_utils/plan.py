@@ -698,6 +698,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         "no_deps_requirements": head_reader["python_env_no_deps_packages"],
         "pip_extra_args": head_reader["python_env_pip_extra_args"],
         "index_url": head_reader["python_env_index_url"],
+        "require_hashes": head_reader["python_env_require_hashes"],
         "auth": head_reader["ray_auth_enabled"],
         "overlay": overlay_on,
         "overlay_dev": head_reader["easytier_dev_name"] if overlay_on else "",
@@ -731,6 +732,14 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
                 f"{MIN_RAY_AUTH}) and ray_auth_enabled is true; pin {MIN_RAY_AUTH} or later, or turn "
                 "ray_auth_enabled off (only behind a firewall: anyone who reaches Ray's ports runs code on every "
                 "node).",
+            )
+        )
+    if cluster["require_hashes"] and cluster["index_url"]:
+        problems.append(
+            Problem(
+                None,
+                "python_env_require_hashes is true and python_env_index_url is set: the lock holds the hashes of the "
+                "wheelhouse the controller pushes, and with an index the nodes install from there; set one of them.",
             )
         )
     limits = cluster["disk"]
@@ -1458,10 +1467,11 @@ def wheelhouse_builds(plan: dict, probes: Mapping[str, Mapping]) -> list[dict]:
     """What the controller downloads before any node changes: one wheelhouse per Python and
     architecture among the nodes whose venv lacks the pinned set (a new Ray pin: every node).
 
-    Sets each probed node's ``venv_install`` (pip runs there) and ``wheelhouse_key``; returns the
-    downloads (``key``, ``dir``, ``args``, ``stamp``, ``hosts``), none with an index the nodes reach.
-    A wheelhouse is kept per platform and grows with each pin: pip downloads only what is new, and
-    the stamp (requirements and platform) says a set is complete."""
+    Sets each probed node's ``venv_install`` (pip runs there), ``wheelhouse_key`` and the node paths
+    of its set's locks; returns the downloads (``key``, ``dir``, ``args``, ``stamp``, ``locks``,
+    ``hosts``), none with an index the nodes reach. A wheelhouse is kept per platform and grows with
+    each pin: pip downloads only what is new, and a set is complete when its lock (named by the stamp
+    of requirements and platform) lists files that are all there with the sha256 it recorded."""
     cluster = plan["cluster"]
     builds: dict[str, dict] = {}
     wanted = []
@@ -1469,6 +1479,7 @@ def wheelhouse_builds(plan: dict, probes: Mapping[str, Mapping]) -> list[dict]:
         node = plan["nodes"][name]
         python = probe.get("python") or {}
         node["venv_install"] = not (probe.get("venv") or {}).get("satisfied", False) and node.get("installs_venv", True)
+        node["wheelhouse_locks"] = {"deps": "", "no_deps": ""}
         if not python.get("version") or not python.get("machine") or not python.get("glibc"):
             node["wheelhouse_key"] = ""
             continue
@@ -1480,16 +1491,49 @@ def wheelhouse_builds(plan: dict, probes: Mapping[str, Mapping]) -> list[dict]:
         args = wheelhouse.pip_download_args(platform["python_version"], platform["machine"], platform["glibc"])
         no_deps = ["--no-deps", *cluster["no_deps_requirements"]] if cluster.get("no_deps_requirements") else []
         stamp = hashlib.sha1(" ".join(cluster["requirements"] + no_deps + args).encode()).hexdigest()
+        locks = wheelhouse.lock_names(stamp, bool(no_deps))
         builds[platform["key"]] = {
             "key": platform["key"],
             "dir": f"{cluster['controller']['wheelhouse_dir']}/{platform['key']}",
             "args": args,
             "stamp": stamp,
+            "locks": locks,
             "python": platform["python_version"],
             "machine": platform["machine"],
             "hosts": [name for name, python in wanted if wheelhouse.wheelhouse_key(python) == platform["key"]],
         }
+    for name, python in wanted:
+        node = plan["nodes"][name]
+        locks = builds[wheelhouse.wheelhouse_key(python)]["locks"]
+        node["wheelhouse_locks"] = {
+            kind: f"{node['paths']['wheelhouse']}/{lock}" if lock else "" for kind, lock in locks.items()
+        }
+    for name in probes:
+        node = plan["nodes"][name]
+        node["pip_install"] = _pip_install_args(node, cluster) if node["venv_install"] else {"deps": [], "no_deps": []}
     return [builds[key] for key in sorted(builds)]
+
+
+def _pip_install_args(node: Mapping, cluster: Mapping) -> dict[str, list[str]]:
+    """What follows ``pip install`` on a node for the pinned set and for the packages without their
+    dependencies: from the index, or from the pushed wheelhouse, by the lock's hashes when asked."""
+    if cluster["index_url"]:
+        source = ["--index-url", cluster["index_url"]]
+    else:
+        source = ["--no-index", "--find-links", node["paths"]["wheelhouse"]]
+    args = {}
+    for kind, requirements, extra in (
+        ("deps", cluster["requirements"], []),
+        ("no_deps", cluster["no_deps_requirements"], ["--no-deps"]),
+    ):
+        lock = node.get("wheelhouse_locks", {}).get(kind)
+        if not requirements:
+            args[kind] = []
+        elif cluster["require_hashes"] and lock:
+            args[kind] = [*extra, *source, *cluster["pip_extra_args"], "--require-hashes", "-r", lock]
+        else:
+            args[kind] = [*extra, *source, *cluster["pip_extra_args"], *requirements]
+    return args
 
 
 def node_env(node: Mapping, plan: Mapping) -> dict:

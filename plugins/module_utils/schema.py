@@ -116,6 +116,7 @@ VARS = (
     ),
     Var("python_env_ray_extras", ["default"], r.list_of(r.extra_name, "extras"), "cluster", "a list of extra names"),
     Var("python_env_index_url", "", r.url, "cluster", "empty, or an http(s) index URL the nodes reach"),
+    Var("python_env_require_hashes", False, r.boolean, "cluster", _BOOL + "; not with python_env_index_url"),
     Var("python_env_node_wheelhouse_dir", "/opt/rlinf/wheelhouse", r.node_path, "node", _OWNED),
     # Environment file
     Var("rlinf_env_file", "/etc/rlinf/rlinf.env", r.node_path, "node", _OWNED + "; not a file we did not write"),
@@ -568,6 +569,8 @@ RUNTIME_VARS = frozenset(
         "preflight_purpose",
         "python_env_download",
         "python_env_download_no_deps",
+        "python_env_resolved",
+        "python_env_resolved_no_deps",
         "python_env_failed",
         "python_env_pip",
         "ray_auth_cluster_token",

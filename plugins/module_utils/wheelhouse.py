@@ -8,6 +8,10 @@ many wheels (Ray's among them) carry, so every compatible tag is listed.
 
 from __future__ import annotations
 
+import hashlib
+import os
+from urllib.parse import unquote
+
 # glibc versions of the legacy manylinux aliases (PEP 600).
 LEGACY_ALIASES = {"manylinux2014": (2, 17), "manylinux2010": (2, 12), "manylinux1": (2, 5)}
 OLDEST_GLIBC_MINOR = 5
@@ -69,3 +73,69 @@ def wheelhouse_platforms(platforms: list[dict]) -> list[dict]:
                 "glibc": platform["glibc"],
             }
     return [by_key[key] for key in sorted(by_key)]
+
+
+def lock_names(stamp: str, no_deps: bool) -> dict[str, str]:
+    """File names, in the wheelhouse, of a requirement set's locks: the set with its dependencies,
+    and the packages installed without theirs ("" when there are none)."""
+    return {"deps": f"requirements-{stamp}.lock", "no_deps": f"requirements-{stamp}-no-deps.lock" if no_deps else ""}
+
+
+def lock_text(report: dict) -> str:
+    """A pip requirements file pinning every package of a ``pip install --dry-run --report`` to its
+    version and sha256, the wheel's file name after each line (``--require-hashes`` reads it)."""
+    lines = ["# Written by rlinf.cluster from pip's resolution of the wheelhouse; do not edit."]
+    for item in sorted(report.get("install") or [], key=lambda i: i["metadata"]["name"].lower()):
+        info = item.get("download_info") or {}
+        sha256 = ((info.get("archive_info") or {}).get("hashes") or {}).get("sha256")
+        url = str(info.get("url") or "")
+        if not sha256 or not url.startswith("file://"):
+            raise ValueError(f"pip's report has no local file and sha256 for {item['metadata']['name']}")
+        name = unquote(url.rsplit("/", 1)[-1])
+        lines.append(f"{item['metadata']['name']}=={item['metadata']['version']} --hash=sha256:{sha256}  # {name}")
+    return "\n".join(lines) + "\n"
+
+
+def lock_files(text: str) -> dict[str, str]:
+    """wheel file name -> sha256, as a lock written by ``lock_text`` lists them."""
+    files = {}
+    for line in text.splitlines():
+        requirement, _, name = line.partition("  # ")
+        _, _, sha256 = requirement.partition("--hash=sha256:")
+        if name and sha256:
+            files[name.strip()] = sha256.strip()
+    return files
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def lock_state(directory: str, locks: dict[str, str]) -> tuple[bool, list[str]]:
+    """Whether a set's wheelhouse on the controller is complete: every lock is there and every wheel it
+    lists is there with the sha256 it recorded. Returns (complete, problems): a listed wheel whose content
+    changed is a problem (pip download would keep it), a missing one only makes the set incomplete."""
+    complete, problems = True, []
+    for lock in filter(None, locks.values()):
+        path = os.path.join(directory, lock)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                files = lock_files(handle.read())
+        except OSError:
+            return False, []
+        if not files:
+            complete = False
+        for name, sha256 in sorted(files.items()):
+            wheel = os.path.join(directory, name)
+            if not os.path.isfile(wheel):
+                complete = False
+            elif _sha256(wheel) != sha256:
+                problems.append(
+                    f"the controller's wheelhouse file {wheel} does not match the sha256 its lock {path} recorded "
+                    "when it was downloaded; remove that file and re-run (it is downloaded again)"
+                )
+    return complete and not problems, problems

@@ -91,6 +91,16 @@ class NodeFile(TypedDict):
     reload: NotRequired[bool]  # a change reloads systemd
 
 
+class WheelhouseLocks(TypedDict):
+    deps: str  # the pinned set with its dependencies
+    no_deps: str  # python_env_no_deps_packages; "" when there are none
+
+
+class PipInstall(TypedDict):
+    deps: list[str]
+    no_deps: list[str]
+
+
 class NodePlan(TypedDict):
     """One Ray node: ``rlinf_plan.nodes[name]``, bound as ``rlinf_node`` on its host."""
 
@@ -145,6 +155,8 @@ class NodePlan(TypedDict):
     files_digest: NotRequired[str]
     venv_install: NotRequired[bool]  # the venv lacks a pinned requirement
     wheelhouse_key: NotRequired[str]
+    wheelhouse_locks: NotRequired[WheelhouseLocks]  # on the node; "" where it installs from no lock
+    pip_install: NotRequired[PipInstall]  # what follows `pip install` there; [] where nothing is installed
     pushes_wheelhouse: NotRequired[bool]  # the one node per machine and wheelhouse that pushes it
     metrics_files: NotRequired[list[NodeFile]]
     metrics_units: NotRequired[list[MetricsUnit]]
@@ -203,6 +215,7 @@ class ClusterSettings(TypedDict):
     no_deps_requirements: list[str]
     pip_extra_args: list[str]
     index_url: str
+    require_hashes: bool  # python_env_require_hashes
     auth: bool
     overlay: bool
     overlay_dev: str
@@ -250,6 +263,7 @@ class WheelhouseBuild(TypedDict):
     dir: str
     args: list[str]
     stamp: str
+    locks: WheelhouseLocks  # file names in dir
     python: str
     machine: str
     hosts: list[str]

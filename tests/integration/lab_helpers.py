@@ -181,6 +181,13 @@ class PlaybookRun:
             if event.get("event") in REACHED_EVENTS and event.get("event_data", {}).get("role")
         }
 
+        # host -> task name -> its result (ok or failed), for a check on what a task really ran.
+        self.results: dict[str, dict[str, dict]] = {}
+        for event in runner.events:
+            data = event.get("event_data", {})
+            if event.get("event") in ("runner_on_ok", "runner_on_failed") and data.get("host"):
+                self.results.setdefault(data["host"], {})[data.get("task", "")] = data.get("res") or {}
+
     def changed(self) -> dict[str, int]:
         return dict(self.stats.get("changed", {}))
 

@@ -1,8 +1,9 @@
 """A Ray version change in the lab, between two versions of the package index: a pin the index
 does not have is refused on the controller before any node changes; a new pin builds its
-wheelhouse on the controller (in this test), installs on every node, restarts each node's Ray
-exactly once (head, then workers), and the check proves every node runs it; back to the lab's
-pin the same way. Leaves the lab on its own pin."""
+wheelhouse on the controller (in this test), installs on every node by the lock's hashes
+(python_env_require_hashes), restarts each node's Ray exactly once (head, then workers), and the
+check proves every node runs it; back to the lab's pin the same way. A wheel changed on a node
+after the push is refused there by pip. Leaves the lab on its own pin."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 OTHER = "2.59.0"
 LAB_PIN = "2.60.0"
 VERSION = "/opt/rlinf/venv/bin/python -c 'import ray; print(ray.__version__)'"
+INSTALL_TASK = "Install the pinned packages into the venv"
+WHEELHOUSE = "/opt/rlinf/wheelhouse"
 
 
 def ray_starts_since(address: str, since: int) -> list[str]:
@@ -38,8 +41,16 @@ def change_pin(hosts, version, tmp_path):
     head = next(iter(hosts.values()))
     before = {ip: n["node_id"] for ip, n in wait_for_alive(head, len(hosts)).items()}
     since = int(time.time()) - 1
-    run = run_playbook("site.yml", tmp_path, extravars={"rlinf_ray_version": version})
+    run = run_playbook(
+        "site.yml", tmp_path, extravars={"rlinf_ray_version": version, "python_env_require_hashes": True}
+    )
     assert run.rc == 0, run.stdout[-4000:]
+    # pip installed the lock the controller wrote and pushed, by its hashes, not the bare requirements.
+    for name, address in hosts.items():
+        argv = run.results[name][INSTALL_TASK]["cmd"]
+        assert argv[-3:-1] == ["--require-hashes", "-r"] and argv[-1].startswith(f"{WHEELHOUSE}/requirements-"), argv
+        lock = ssh(address, f"cat {argv[-1]}").stdout
+        assert f"\nray=={version} --hash=sha256:" in lock, (name, lock[:500])
     # One restart per node, every node on a new Ray node ID.
     for name, address in hosts.items():
         assert len(ray_starts_since(address, since)) == 1, (name, ray_starts_since(address, since))
@@ -74,3 +85,30 @@ def test_a_new_pin_installs_everywhere_and_restarts_each_node_once(tmp_path):
     # Back on the lab's pin a re-run changes nothing.
     run = run_playbook("site.yml", tmp_path)
     assert run.rc == 0 and sum(run.changed().values()) == 0, run.stdout[-3000:]
+
+
+def test_a_wheel_changed_on_a_node_after_the_push_is_refused_by_pip_there(tmp_path):
+    """The node's copy of a wheel its venv lacks is changed in place (same size and time, so the next
+    push's rsync keeps it): pip's --require-hashes refuses it on that node alone, naming the wheel."""
+    hosts = lab_hosts()
+    worker, address = list(hosts.items())[-1]
+    wheel = ssh(address, f"ls {WHEELHOUSE}/aiohttp_cors-*.whl").stdout.strip()
+    ssh(address, "/opt/rlinf/venv/bin/pip uninstall -q -y aiohttp_cors")
+    one_byte = f"printf 'X' | dd of={wheel} bs=1 seek=100 conv=notrunc status=none"
+    ssh(address, f"cp -p {wheel} /tmp/wheel.orig && {one_byte} && touch -r /tmp/wheel.orig {wheel}")
+    try:
+        run = run_playbook("site.yml", tmp_path, extravars={"python_env_require_hashes": True})
+        assert run.rc != 0, run.stdout[-3000:]
+        failed = run.results[worker][INSTALL_TASK]
+        assert failed.get("rc") not in (None, 0), failed
+        assert "THESE PACKAGES DO NOT MATCH THE HASHES" in failed["stderr"], failed["stderr"][-2000:]
+        assert "aiohttp" in failed["stderr"].lower().split("do not match the hashes", 1)[1], failed["stderr"][-2000:]
+        # Only that node installed: the others' venvs held the pin.
+        assert [name for name, tasks in run.results.items() if INSTALL_TASK in tasks] == [worker]
+    finally:
+        ssh(address, f"rm -f {wheel} /tmp/wheel.orig")
+    # The next push brings the wheel back, pip installs it by its hash, the node rejoins.
+    run = run_playbook("site.yml", tmp_path, extravars={"python_env_require_hashes": True})
+    assert run.rc == 0, run.stdout[-3000:]
+    ssh(address, "/opt/rlinf/venv/bin/python -c 'import aiohttp_cors'")
+    wait_for_alive(next(iter(hosts.values())), len(hosts))

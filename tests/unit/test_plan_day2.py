@@ -145,6 +145,77 @@ def test_an_index_the_nodes_reach_needs_no_wheelhouse():
     assert resolved["nodes"]["w2"]["venv_install"]
 
 
+def _needing_install(**settings):
+    found = probes()
+    for name in found:
+        found[name]["venv"] = {"exists": False, "satisfied": False, "unsatisfied": []}
+    return P.resolve(P.static_plan(GROUPS, {n: dict(settings) for n in ["h", "w1", "w2"]}), found)
+
+
+def test_each_set_has_its_locks_and_the_nodes_install_the_pinned_set_from_the_wheelhouse():
+    resolved = _needing_install(
+        python_env_no_deps_packages=["rlinf==0.3.0"], python_env_pip_extra_args=["--no-compile"]
+    )
+    (build,) = resolved["wheelhouses"]
+    stamp = build["stamp"]
+    assert build["locks"] == {"deps": f"requirements-{stamp}.lock", "no_deps": f"requirements-{stamp}-no-deps.lock"}
+    node = resolved["nodes"]["w1"]
+    assert node["wheelhouse_locks"] == {
+        "deps": f"/opt/rlinf/wheelhouse/requirements-{stamp}.lock",
+        "no_deps": f"/opt/rlinf/wheelhouse/requirements-{stamp}-no-deps.lock",
+    }
+    # Without python_env_require_hashes: the requirements, as before the locks existed.
+    source = ["--no-index", "--find-links", "/opt/rlinf/wheelhouse", "--no-compile"]
+    assert node["pip_install"] == {
+        "deps": [*source, *resolved["cluster"]["requirements"]],
+        "no_deps": ["--no-deps", *source, "rlinf==0.3.0"],
+    }
+
+
+def test_require_hashes_installs_from_the_pushed_locks():
+    resolved = _needing_install(python_env_require_hashes=True, python_env_no_deps_packages=["rlinf==0.3.0"])
+    node = resolved["nodes"]["h"]
+    source = ["--no-index", "--find-links", "/opt/rlinf/wheelhouse"]
+    assert node["pip_install"] == {
+        "deps": [*source, "--require-hashes", "-r", node["wheelhouse_locks"]["deps"]],
+        "no_deps": ["--no-deps", *source, "--require-hashes", "-r", node["wheelhouse_locks"]["no_deps"]],
+    }
+    assert not any(r in node["pip_install"]["deps"] for r in resolved["cluster"]["requirements"])
+
+
+def test_a_set_without_no_deps_packages_has_one_lock_and_installs_nothing_without_deps():
+    resolved = _needing_install(python_env_require_hashes=True)
+    assert resolved["wheelhouses"][0]["locks"]["no_deps"] == ""
+    assert resolved["nodes"]["w2"]["pip_install"]["no_deps"] == []
+
+
+def test_nodes_that_hold_the_pin_install_nothing():
+    found = probes()
+    for name in found:
+        found[name]["venv"] = {"exists": True, "satisfied": True, "unsatisfied": []}
+    resolved = P.resolve(P.static_plan(GROUPS, hostvars()), found)
+    assert resolved["nodes"]["w1"]["pip_install"] == {"deps": [], "no_deps": []}
+
+
+def test_an_index_installs_by_requirements_from_it():
+    resolved = _needing_install(python_env_index_url="https://mirror.example/simple")
+    node = resolved["nodes"]["w1"]
+    assert node["pip_install"]["deps"] == [
+        "--index-url",
+        "https://mirror.example/simple",
+        *resolved["cluster"]["requirements"],
+    ]
+
+
+def test_require_hashes_with_an_index_is_refused_before_contact():
+    settings = {"python_env_index_url": "https://mirror.example/simple", "python_env_require_hashes": True}
+    found = problems_of(lambda: P.static_plan(GROUPS, {n: dict(settings) for n in ["h", "w1", "w2"]}))
+    assert found == [
+        "python_env_require_hashes is true and python_env_index_url is set: the lock holds the hashes of the "
+        "wheelhouse the controller pushes, and with an index the nodes install from there; set one of them."
+    ]
+
+
 # Restarts and drivers -----------------------------------------------------------------
 
 

@@ -1,6 +1,11 @@
+import hashlib
+
 import pytest
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.wheelhouse import (
+    lock_files,
+    lock_state,
+    lock_text,
     manylinux_platforms,
     pip_download_args,
     wheelhouse_key,
@@ -44,3 +49,77 @@ def test_wheelhouses_group_by_python_and_arch_with_oldest_glibc():
     result = wheelhouse_platforms(nodes)
     assert [(p["key"], p["glibc"]) for p in result] == [("cp311-aarch64", "2.35"), ("cp311-x86_64", "2.31")]
     assert wheelhouse_key(nodes[0]) == "cp311-x86_64"
+
+
+def _report(tmp_path, wheels):
+    """pip's --report for wheels written into tmp_path: {file name: content}."""
+    install = []
+    for name, content in wheels.items():
+        (tmp_path / name).write_bytes(content)
+        project, version = name.split("-")[:2]
+        install.append(
+            {
+                "metadata": {"name": project, "version": version.replace("%2B", "+")},
+                "download_info": {
+                    "url": f"file://{tmp_path}/{name.replace('+', '%2B')}",
+                    "archive_info": {"hashes": {"sha256": hashlib.sha256(content).hexdigest()}},
+                },
+            }
+        )
+    return {"install": install}
+
+
+WHEELS = {
+    "torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl": b"torch",
+    "ray-2.60.0-cp311-cp311-manylinux2014_x86_64.whl": b"ray",
+}
+
+
+def test_a_lock_pins_every_resolved_wheel_by_version_and_sha256_and_names_its_file(tmp_path):
+    text = lock_text(_report(tmp_path, WHEELS))
+    sha = {name: hashlib.sha256(content).hexdigest() for name, content in WHEELS.items()}
+    ray, torch = sorted(WHEELS)
+    assert text.splitlines()[1:] == [
+        f"ray==2.60.0 --hash=sha256:{sha[ray]}  # {ray}",
+        f"torch==2.13.0+cpu --hash=sha256:{sha[torch]}  # {torch}",
+    ]
+    assert lock_files(text) == sha
+
+
+def test_a_report_entry_without_a_local_file_or_hash_is_refused(tmp_path):
+    report = _report(tmp_path, {"ray-2.60.0-py3-none-any.whl": b"x"})
+    report["install"][0]["download_info"]["archive_info"] = {}
+    with pytest.raises(ValueError, match="no local file and sha256 for ray"):
+        lock_text(report)
+
+
+def test_a_set_is_complete_only_with_its_lock_and_every_wheel_it_lists(tmp_path):
+    locks = {"deps": "requirements-s.lock", "no_deps": ""}
+    assert lock_state(str(tmp_path), locks) == (False, [])
+    (tmp_path / "requirements-s.lock").write_text(lock_text(_report(tmp_path, WHEELS)))
+    assert lock_state(str(tmp_path), locks) == (True, [])
+    (tmp_path / sorted(WHEELS)[0]).unlink()
+    assert lock_state(str(tmp_path), locks) == (False, [])
+
+
+def test_a_wheel_whose_content_changed_is_named_with_its_lock(tmp_path):
+    locks = {"deps": "requirements-s.lock", "no_deps": ""}
+    (tmp_path / "requirements-s.lock").write_text(lock_text(_report(tmp_path, WHEELS)))
+    changed = tmp_path / sorted(WHEELS)[1]
+    changed.write_bytes(b"not torch")
+    assert lock_state(str(tmp_path), locks) == (
+        False,
+        [
+            f"the controller's wheelhouse file {changed} does not match the sha256 its lock "
+            f"{tmp_path / 'requirements-s.lock'} recorded when it was downloaded; remove that file and re-run "
+            "(it is downloaded again)"
+        ],
+    )
+
+
+def test_the_no_deps_lock_counts_too(tmp_path):
+    (tmp_path / "requirements-s.lock").write_text(lock_text(_report(tmp_path, WHEELS)))
+    assert lock_state(str(tmp_path), {"deps": "requirements-s.lock", "no_deps": "requirements-s-no-deps.lock"}) == (
+        False,
+        [],
+    )
