@@ -1,13 +1,16 @@
-"""RLinf's own workload under our defaults (issue 24): not just ALIVE, training.
+"""RLinf's own workload under our defaults (issue 24): not just ALIVE, training; and the
+readiness check (status.yml -e rlinf_readiness=true) with torch and rlinf installed.
 
 From the nodes' venv (a CPU torch and the RLinf release, installed through python_env_extra_packages
 as a user would), a driver on the head runs what an RLinf job does (data/rlinf_workload.py): one RLinf
 Worker per node reads weights from a home directory, passes a tensor to the next node (send/recv),
 puts an item in a Channel, saves checkpoints into the checkout's logs dir and a user's data dir, and
-writes a cache. Flavours, in the file's order, on one install: the firewall on, the default unit,
-ray_node_user. Then what must fail, and how: a read-only checkpoint dir (workload and readiness name
-the node and the operation) and a head whose Ray has no CPU (readiness names it). At the end torch
-and rlinf leave the venvs and site.yml with the lab's inventory restores the lab.
+writes a cache. Flavours, in the file's order, on one install (Ray's ports pinned by the firewall, eth0
+named as the collectives' NIC): the firewall on, then on that same install the readiness checks (gloo
+and RLinf's attach healthy; RLinf waiting for a node that never comes; a worker cut off from its peers),
+the default unit, ray_node_user. Then what must fail, and how: a read-only checkpoint dir (workload and
+readiness name the node and the operation) and a head whose Ray has no CPU (readiness names it). At the
+end torch and rlinf leave the venvs and site.yml with the lab's inventory restores the lab.
 """
 
 from __future__ import annotations
@@ -26,6 +29,14 @@ from lab_helpers import (
     run_status,
     ssh,
     write_inventory,
+)
+from readiness_helpers import (
+    CUT_OFF_RLINF_TIMEOUT,
+    DRILL_TABLE,
+    TIMEOUT,
+    cut_off,
+    readiness_vars,
+    timed_status,
 )
 
 pytestmark = pytest.mark.lab
@@ -113,6 +124,8 @@ def rlinf_lab(tmp_path_factory, hosts):
             "rlinf_src": str(checkout),
             "rlinf_code_dest": CHECKOUT,
             "ray_node_writable_paths": [DATA_DIR],
+            # The collectives' NIC named, as RLinf's RLINF_COMM_NET_DEVICES (the readiness checks).
+            "rlinf_comm_net_device": "eth0",
             **extra,
         }
 
@@ -149,6 +162,104 @@ def test_rlinf_trains_with_the_firewall_on(rlinf_lab, hosts):
     assert_trains(result, hosts, weights)
     for name, found in checkpoints(hosts, "firewall").items():
         assert found.count("root ") == 2, (name, found)
+
+
+def test_ready_with_torch_and_rlinf(rlinf_lab, tmp_path, hosts):
+    # A healthy run's bound: RLinf's workers (each importing torch) start slowly on a loaded machine.
+    run, report, _ = timed_status(
+        tmp_path, inventory=rlinf_lab(rlinf_firewall_enabled=True), **readiness_vars(readiness_rlinf_timeout=180)
+    )
+    assert run.rc == 0, run.stdout[-4000:]
+    assert not run.changed(), run.stats
+    ready = report["readiness"]
+    assert report["ok"] is True and ready["ok"] is True, ready["problems"]
+    assert ready["mode"] == "torch" and ready["backends"] == ["gloo"]
+    assert ready["torch"] == "2.13.0+cpu"
+    assert ready["groups"]["gloo"]["ok"] and ready["groups"]["gloo"]["members"] == list(hosts), ready["problems"]
+    assert ready["groups"]["gloo"]["master"] == next(iter(hosts.values()))
+    for node in ready["nodes"]:
+        # RLinf's copy: RLINF_COMM_NET_DEVICES=eth0 from the env file, GLOO_SOCKET_IFNAME unset there.
+        assert node["env"]["RLINF_COMM_NET_DEVICES"] == "eth0" and node["env"]["GLOO_SOCKET_IFNAME"] is None
+        assert (node["interface"], node["address"], node["source"]) == (
+            "eth0",
+            hosts[node["name"]],
+            "GLOO_SOCKET_IFNAME",
+        )
+        gloo = node["gloo"]
+        assert gloo["joined"] and gloo["ok"], gloo
+        assert [s["bytes"] for s in gloo["sizes"]] == ready["sizes"] == [1024, 1048576, 16777216]
+        assert all(s["correct"] and s["seconds"] > 0 and s["runs"] == 5 for s in gloo["sizes"]), gloo
+        assert gloo["latency_s"] > 0 and gloo["busbw_gbps"] > 0
+    assert ready["tcp"]["ran"] is False
+    rlinf = ready["rlinf"]
+    assert rlinf["state"] == "attached" and rlinf["version"] == "0.3.0" and rlinf["ok"], rlinf
+    assert [(r["rank"], r["ip"]) for r in rlinf["ranks"]] == list(enumerate(hosts.values()))
+    # The table: one gloo row per node with RLinf's address of that rank.
+    for rank, (name, address) in enumerate(hosts.items()):
+        row = next(line for line in run.stdout.splitlines() if f" {name} " in line and "gloo:ok" in line).split()
+        assert row[row.index(name) - 1] == str(rank) and row[-1] == address, row
+
+
+def test_rlinf_waiting_for_a_node_that_never_comes_is_ended_and_named(rlinf_lab, tmp_path, hosts):
+    """num_nodes one more than the cluster has: RLinf's Cluster waits forever; the check does not."""
+    hang = 20
+    run, report, _ = timed_status(
+        tmp_path,
+        inventory=rlinf_lab(rlinf_firewall_enabled=True),
+        **readiness_vars(readiness_num_nodes=len(hosts) + 1, readiness_rlinf_timeout=hang),
+    )
+    assert run.rc != 0, run.stdout[-4000:]
+    ready = report["readiness"]
+    assert "gloo" in ready["groups"] and ready["groups"]["gloo"]["ok"] is True, ready["problems"]
+    rlinf = ready["rlinf"]
+    assert rlinf["state"] == "timeout" and not rlinf["ok"], rlinf
+    assert hang <= rlinf["wall_s"] < hang + 10, rlinf
+    (problem,) = rlinf["problems"]
+    assert f"did not attach within {hang} s, so ranks 0-{len(hosts) - 1} are unconfirmed" in problem, problem
+    assert f"Waiting for {len(hosts) + 1} nodes" in problem, problem
+    assert ready["problems"] == rlinf["problems"]
+
+
+def test_a_worker_cut_off_from_its_peers_fails_readiness_only(rlinf_lab, tmp_path, hosts):
+    names = list(hosts)
+    worker = names[-1]
+    peers = [hosts[n] for n in names if n != worker]
+    cut_off(hosts[worker], peers)
+    try:
+        plain, plain_report, _ = timed_status(tmp_path, inventory=rlinf_lab(rlinf_firewall_enabled=True))
+        assert plain.rc == 0 and plain_report["ok"] is True, plain.stdout[-3000:]
+        assert "readiness" not in plain_report
+
+        run, report, elapsed = timed_status(
+            tmp_path,
+            inventory=rlinf_lab(rlinf_firewall_enabled=True),
+            **readiness_vars(readiness_rlinf_timeout=CUT_OFF_RLINF_TIMEOUT),
+        )
+    finally:
+        ssh(hosts[worker], f"nft delete table inet {DRILL_TABLE}")
+    assert run.rc != 0, run.stdout[-4000:]
+    ready = report["readiness"]
+    assert report["ok"] is False and ready["ok"] is False
+    # Bounded: the collectives within their timeout, RLinf's attach within its own.
+    assert ready["elapsed_s"] < TIMEOUT + CUT_OFF_RLINF_TIMEOUT, ready["elapsed_s"]
+    assert elapsed < TIMEOUT + CUT_OFF_RLINF_TIMEOUT + 90, elapsed
+    assert "gloo" in ready["groups"] and ready["groups"]["gloo"]["ok"] is False, ready["problems"]
+    # The TCP check names the worker and what it cannot reach, over which interface.
+    assert ready["tcp"]["ran"] and ready["tcp"]["broken"] == [worker], ready["tcp"]
+    failed = [(p["from"], p["to"]) for p in ready["tcp"]["pairs"] if not p["ok"]]
+    assert sorted(failed) == sorted((worker, n) for n in names if n != worker)
+    cut = next(p for p in ready["problems"] if p.startswith(f"TCP: host '{worker}'"))
+    assert all(f"'{n}'" in cut for n in names if n != worker) and f"from eth0 ({hosts[worker]})" in cut, cut
+    assert f"cannot reach peers: {worker}" in ready["summary"]
+    assert "eth0" in run.stdout and f"cannot reach peers: {worker}" in run.stdout
+    # Ray's own ports were left open: RLinf's scheduler still attached with the right map, but its
+    # workers' send/recv (ports of RLinf's own, like the collectives') did not get through.
+    rlinf = ready["rlinf"]
+    assert rlinf["state"] == "attached" and not rlinf["ok"], rlinf
+    assert rlinf["workers"]["state"] == "timeout", rlinf["workers"]
+    (problem,) = rlinf["workers"]["problems"]
+    assert "did not finish passing a message from each node to the next (RLinf's send/recv)" in problem, problem
+    assert "a firewall between the nodes" in problem, problem
 
 
 def test_rlinf_trains_under_the_default_unit(rlinf_lab, hosts, tmp_path):
