@@ -22,7 +22,7 @@ FLEET_LAB ?= LAB_NAME=rlinf-lab-fleet LAB_SUBNET=10.89.83.0/24 LAB_DATA_SUBNET=1
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv lock host image lab-up lab lab-down status teardown test lint unit controller test-lab test-lab-2 lab-durations \
+.PHONY: help venv lock host image lab-up lab lab-down status teardown test lint sanity unit controller test-lab test-lab-2 lab-durations \
 	molecule \
 	test-fleet scenarios bench generate clean
 
@@ -32,6 +32,7 @@ help:
 	@echo "make test       lint + unit + controller + lab integration tests + molecule + the fleet scenario"
 	@echo "make lab-down   remove the lab (containers, networks, key, generated inventory)"
 	@echo "make unit       fast tests of pure logic, no hosts, no playbooks"
+	@echo "make sanity     ansible-test sanity on the built collection (part of make lint; needs PyPI only)"
 	@echo "make generate   write docs/plan.schema.json from the typed plan (make unit fails when it is stale)"
 	@echo "make controller playbooks and tools run on the controller alone (the built artifact, docs, the refusals), no hosts"
 	@echo "make test-fleet trixie hosts, a non-root SSH user with sudo, a management and a data NIC, on a lab of its own"
@@ -83,6 +84,26 @@ lint: venv
 	$(BIN)/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
 	$(BIN)/ansible-builder create --file execution-environment.yml --context artifacts/ee-context
 	$(BIN)/ansible-navigator settings --effective --mode stdout --ee false > /dev/null
+	$(MAKE) --no-print-directory sanity
+
+# ansible-test sanity, every test, on what Galaxy and Automation Hub test: the built artifact,
+# unpacked where ansible-test wants it (ansible_collections/rlinf/cluster), with the checkout's
+# tests/sanity/ignore-*.txt. --venv gives each test a virtualenv of its pinned requirements from
+# PyPI; the pip it bootstraps them with comes from PyPI's pip wheel too, not from
+# ci-files.testing.ansible.com (tests/sanity/offline_pip_bootstrap.py). No container.
+SANITY_ROOT := .sanity
+SANITY_DIR := $(SANITY_ROOT)/ansible_collections/rlinf/cluster
+sanity: venv
+	$(BIN)/python tests/sanity/offline_pip_bootstrap.py
+	rm -rf $(SANITY_ROOT) && mkdir -p $(SANITY_DIR)/tests/sanity
+	$(BIN)/ansible-galaxy collection build --output-path $(SANITY_ROOT) . > /dev/null
+	tar -xzf $(SANITY_ROOT)/rlinf-cluster-*.tar.gz -C $(SANITY_DIR)
+	cp tests/sanity/ignore-*.txt $(SANITY_DIR)/tests/sanity/
+	# A repository of its own: ansible-test lists files with git, and the checkout's git ignores .sanity;
+	# it ignores ansible-test's own output (tests/output) like a collection's .gitignore would.
+	git init -q $(SANITY_DIR) && echo /tests/output/ > $(SANITY_DIR)/.git/info/exclude
+	cd $(SANITY_DIR) && $(CURDIR)/$(BIN)/ansible-test sanity --venv --color no \
+	  --python "$$($(CURDIR)/$(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 
 unit: venv
 	$(BIN)/pytest -q tests/unit

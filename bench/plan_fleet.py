@@ -48,7 +48,7 @@ def plan_cpu_seconds(inventory: Path) -> tuple[float, int]:
     from ansible.vars.hostvars import HostVars
     from ansible.vars.manager import VariableManager
 
-    from ansible_collections.rlinf.cluster.plugins.module_utils.plan import static_plan
+    from ansible_collections.rlinf.cluster.plugins.plugin_utils.plan import static_plan
 
     init_plugin_loader()
     loader = DataLoader()

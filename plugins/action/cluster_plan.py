@@ -9,21 +9,27 @@ import os
 import stat
 
 from ansible import constants as C
+from ansible.errors import AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.utils.vars import load_extra_vars
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import auth_token, plan, restarts, wheelhouse
+from ansible_collections.rlinf.cluster.plugins.module_utils import auth_token, restarts, wheelhouse
 from ansible_collections.rlinf.cluster.plugins.module_utils.action_specs import CLUSTER_PLAN
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, Problem, report, sentences
-from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import cluster_block_yaml
 from ansible_collections.rlinf.cluster.plugins.module_utils.topology import rank_table
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan, rules
 from ansible_collections.rlinf.cluster.plugins.plugin_utils.controller_action import ControllerAction
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.rlinf_config import cluster_block_yaml
 
 
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = CLUSTER_PLAN
 
     def act(self, args, task_vars):
+        if rules.PACKAGING_IMPORT_ERROR:
+            raise AnsibleError(
+                "rlinf.cluster.cluster_plan needs the Python package 'packaging' on the controller"
+            ) from rules.PACKAGING_IMPORT_ERROR
         if args["stage"] == "restarts":
             return self._restarts(args, task_vars)
         result = {}
@@ -113,7 +119,7 @@ class ActionModule(ControllerAction):
                 host = hostvars[name]
                 probe = plan._plain(host.get(args["probe_var"]) or {})
                 files = plan._plain(host.get(args["files_var"]) or {})
-                code = bool(host.get(args["code_var"]) or False)
+                code = bool(host.get(args["code_var"]))
             except Exception:  # a host without its facts (unreachable): it restarts nothing
                 continue
             venv = probe.get("venv") or {}

@@ -1,10 +1,10 @@
-"""Jinja filters over plugins/module_utils/rlinf_config.py (RLinf cluster check and generation)."""
+"""Jinja filters over plugins/plugin_utils/rlinf_config.py (RLinf cluster check and generation)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import (
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.rlinf_config import (
     RLinfConfigError,
     check_cluster,
     cluster_block,

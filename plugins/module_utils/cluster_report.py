@@ -85,7 +85,7 @@ def build(
         for node in nodes:
             if node["name"] in names:
                 node["problems"] = [*(node.get("problems") or []), sentence]
-    summary = _with_problems(str(summary), problems, [sentence for _, sentence in gpu_found], "GPU")
+    summary = _with_problems(str(summary), problems, [sentence for _host, sentence in gpu_found], "GPU")
     disk_found, warnings = [], []
     for node in nodes if disk_limits else ():
         failed, warned = disk.judge(node["name"], node["disk"], disk_limits)

@@ -43,7 +43,7 @@ def _pruned_walk(root: str, excludes: list[str]):
 def walk_files(root: str, excludes: list[str] | None = None):
     """Yield (relative path, size) of every regular file under root, sorted, skipping what
     `excludes` matches (rsync-style patterns, see _excluded) and symlinks."""
-    for rel_dir, _, filenames in _pruned_walk(root, excludes or []):
+    for rel_dir, _dirs, filenames in _pruned_walk(root, excludes or []):
         for name in filenames:
             path = os.path.join(root, rel_dir, name)
             if os.path.islink(path) or not os.path.isfile(path):
@@ -68,7 +68,7 @@ def measure_tree(root: str, excludes: list[str] | None = None, top: int = 10) ->
     files = list(walk_files(root, excludes))
     largest = sorted(files, key=lambda item: (-item[1], item[0]))[:top]
     return {
-        "total_bytes": sum(size for _, size in files),
+        "total_bytes": sum(size for _path, size in files),
         "files": len(files),
         "largest": [{"path": path, "bytes": size} for path, size in largest],
     }
@@ -103,7 +103,7 @@ def tree_digest(root: str, excludes: list[str] | None = None, package: str = "rl
     digest = hashlib.sha256()
     entries = [(name, os.path.join(root, name)) for name in BUILD_FILES if os.path.isfile(os.path.join(root, name))]
     package_dir = os.path.join(root, package)
-    for rel, _ in walk_files(package_dir, excludes):
+    for rel, _size in walk_files(package_dir, excludes):
         entries.append((os.path.join(package, rel), os.path.join(package_dir, rel)))
     for rel, path in entries:
         digest.update(rel.encode() + b"\0")

@@ -212,7 +212,7 @@ def _driver_problems(nodes: Sequence[Mapping], plans: Mapping[str, Mapping]) -> 
         # The most common driver first: the odd ones out are named after it.
         ordered = sorted(versions.items(), key=lambda item: (-len(item[1]), item[0]))
         listing = "; ".join(f"{v} on {', '.join(names)}" for v, names in ordered)
-        odd = [name for _, names in ordered[1:] for name in names]
+        odd = [name for _key, names in ordered[1:] for name in names]
         group = f"node group '{label}'" if label != DEFAULT_GROUP or len(groups) > 1 else "the cluster"
         out.append(
             (
@@ -265,7 +265,7 @@ def gpu_problems(nodes: Sequence[Mapping], plan_nodes: Sequence[Mapping]) -> lis
     for n in nvidia:
         if plans[n["name"]].get("machine_gpu_node"):
             accepted.setdefault(plans[n["name"]]["machine"], set()).add(n["name"])
-    reported = {frozenset(names) for names, _ in machines} | {frozenset(names) for names in accepted.values()}
+    reported = {frozenset(names) for names, _machine in machines} | {frozenset(names) for names in accepted.values()}
     out.extend(_shared_uuids(nvidia, reported))
     out.extend(_driver_problems(nvidia, plans))
     return out

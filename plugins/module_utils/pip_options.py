@@ -117,7 +117,7 @@ class Unreadable(ValueError):
 
 def _spellings(command: str) -> dict[str, str]:
     found = {}
-    for name, (others, _, where) in OPTIONS.items():
+    for name, (others, _takes_value, where) in OPTIONS.items():
         if not where or command in where.split():
             for spelling in (name, *others):
                 found[spelling] = name

@@ -31,7 +31,7 @@ def stdout_to_stderr():
 
 def split_address(address):
     """'10.0.0.1:6379' -> ('10.0.0.1', 6379); (None, None) when it is not host:port."""
-    host, _, port = str(address).strip().rpartition(":")
+    host, _colon, port = str(address).strip().rpartition(":")
     if not host or not port.isdigit():
         return None, None
     return host.strip("[]"), int(port)

@@ -18,7 +18,7 @@ def read_env_file(path):
             line = line.strip()
             if not line or line.startswith("#") or "=" not in line:
                 continue
-            key, _, value = line.partition("=")
+            key, _eq, value = line.partition("=")
             key = key.strip()
             if key.startswith("export "):
                 key = key[len("export ") :].strip()

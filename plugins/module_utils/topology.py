@@ -271,7 +271,7 @@ def _gpu_info(name, hostvars, problems, accelerator=DEFAULT_ACCELERATOR):
         else:
             if len(set(devices)) != len(devices):
                 problems.append(f"host '{name}': {CUDA_VAR}={raw_devices!r} repeats a GPU id; list each GPU once.")
-        what, _, devices_var = ACCELERATOR_TYPES[accelerator]
+        what, _resource, devices_var = ACCELERATOR_TYPES[accelerator]
         if devices is not None and devices_var != "CUDA_VISIBLE_DEVICES":
             problems.append(
                 f"host '{name}': {CUDA_VAR} writes CUDA_VISIBLE_DEVICES, which {what} ({ACCELERATOR_VAR}="
@@ -325,7 +325,7 @@ def _ray_gpus_problems(name, hostvars, accelerator, problems):
     raw = _get(hostvars, name, RAY_GPUS_VAR, problems)
     if raw is None or raw == "":
         return
-    what, resource, _ = ACCELERATOR_TYPES[accelerator]
+    what, resource, _devices_var = ACCELERATOR_TYPES[accelerator]
     if resource == "GPU":
         return
     if resource is None:

@@ -31,7 +31,7 @@ def manylinux_platforms(machine: str, glibc: str) -> list[str]:
     """Every manylinux platform tag a host with this machine and glibc accepts, newest first."""
     major, minor = _glibc(glibc)
     tags = [f"manylinux_{major}_{m}_{machine}" for m in range(minor, OLDEST_GLIBC_MINOR - 1, -1)]
-    tags += [f"{alias}_{machine}" for alias, (_, alias_minor) in LEGACY_ALIASES.items() if alias_minor <= minor]
+    tags += [f"{alias}_{machine}" for alias, (_major, alias_minor) in LEGACY_ALIASES.items() if alias_minor <= minor]
     return tags
 
 

@@ -11,7 +11,7 @@ short_description: Check every variable of the inventory and compute the cluster
 description:
   - Runs on the controller only (an action plugin); contacts no host.
   - With O(stage=static), reads every user-facing variable of every Ray node once, checks it against the
-    collection's schema (C(plugins/module_utils/schema.py)), computes ranks, node groups, each node's
+    collection's schema (C(plugins/plugin_utils/schema.py)), computes ranks, node groups, each node's
     paths, unit, ports and the rule for its Ray address, and the RLinf C(cluster:) cross-check. Fails
     with one report of every problem (host, variable, what is wrong, the fix).
   - With O(stage=resolve), after C(rlinf.cluster.node_state) probed the nodes of the play, applies the
@@ -29,7 +29,7 @@ description:
     C(<registered>.plan.nodes[inventory_hostname]).
 version_added: 0.2.0
 author:
-  - rlinf-ansible maintainers
+  - rlinf-ansible maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - rlinf.cluster.attributes.controller
 options:

@@ -16,7 +16,7 @@ description:
   - The report is a controller artifact, never a change (C(changed=false)); it is written in check mode too.
 version_added: 0.2.0
 author:
-  - rlinf-ansible maintainers
+  - rlinf-ansible maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - rlinf.cluster.attributes.controller
 options:

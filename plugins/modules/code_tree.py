@@ -20,7 +20,7 @@ description:
   - Read-only; runs wherever the checkout is (the controller with C(delegate_to), or the Ray head).
 version_added: 0.1.0
 author:
-  - rlinf-ansible maintainers
+  - rlinf-ansible maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - rlinf.cluster.attributes.read_only
 options:

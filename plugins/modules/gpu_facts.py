@@ -22,7 +22,7 @@ description:
   - Run it with the node venv's Python (where Ray is installed), as RLinf's own count runs there.
 version_added: 0.2.0
 author:
-  - rlinf-ansible maintainers
+  - rlinf-ansible maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - rlinf.cluster.attributes.read_only
 options:

@@ -19,7 +19,7 @@ description:
   - Read-only.
 version_added: 0.2.0
 author:
-  - rlinf-ansible maintainers
+  - rlinf-ansible maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - rlinf.cluster.attributes.read_only
 options:

@@ -28,7 +28,7 @@ description:
     C(Managed by rlinf-ansible).
 version_added: 0.2.0
 author:
-  - rlinf-ansible maintainers
+  - rlinf-ansible maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - rlinf.cluster.attributes.read_only
 options:
@@ -230,13 +230,13 @@ UNIT_DIRS = ("/lib/systemd/system", "/usr/lib/systemd/system")
 
 def network(module):
     interfaces = {}
-    rc, out, _ = module.run_command(["ip", "-o", "link", "show"])
+    rc, out, _err = module.run_command(["ip", "-o", "link", "show"])
     if rc == 0:
         for line in out.splitlines():
             parts = line.split(":", 2)
             if len(parts) >= 2:
                 interfaces.setdefault(parts[1].strip().split("@")[0], [])
-    rc, out, _ = module.run_command(["ip", "-o", "-4", "addr", "show"])
+    rc, out, _err = module.run_command(["ip", "-o", "-4", "addr", "show"])
     if rc == 0:
         for line in out.splitlines():
             fields = line.split()
@@ -244,7 +244,7 @@ def network(module):
                 device = fields[1].split("@")[0]
                 interfaces.setdefault(device, []).append(fields[3].split("/")[0])
     default = {"device": "", "address": ""}
-    rc, out, _ = module.run_command(["ip", "-4", "route", "show", "default"])
+    rc, out, _err = module.run_command(["ip", "-4", "route", "show", "default"])
     if rc == 0:
         for line in out.splitlines():
             fields = line.split()

@@ -23,7 +23,7 @@ description:
     to reload (C(reload)).
 version_added: 0.2.0
 author:
-  - rlinf-ansible maintainers
+  - rlinf-ansible maintainers (!UNKNOWN)
 attributes:
   check_mode:
     support: full
@@ -90,6 +90,38 @@ options:
     type: list
     elements: dict
     default: []
+    suboptions:
+      path:
+        description: Absolute path.
+        type: path
+        required: true
+      content:
+        description: The whole content; masked in every output.
+        type: str
+        required: true
+      mode:
+        description: Octal mode, for example C("0600").
+        type: str
+        default: "0644"
+      owner:
+        description: Owner (name or uid); unset keeps the writer's.
+        type: str
+      group:
+        description: Group (name or gid); unset keeps the writer's.
+        type: str
+      restart:
+        description: A change of this file means Ray must restart.
+        type: bool
+        default: false
+      reload:
+        description: A change of this file means systemd must reload its units.
+        type: bool
+        default: false
+      fix:
+        description:
+          - What the refusal tells the operator to do when the file exists and rlinf-ansible did not write it
+            (default C(choose another path for this setting)).
+        type: str
   secret_values:
     description:
       - Secrets a O(secret_files) content holds (the values of an env file's lines), masked wherever they appear
@@ -491,7 +523,14 @@ def main():
             "manifest": {"type": "path", "required": True},
             "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
             "files": {"type": "list", "elements": "dict", "default": [], "options": FILE_SPEC},
-            "secret_files": {"type": "list", "elements": "dict", "default": [], "options": SECRET_SPEC},
+            # Only each item's content is secret (SECRET_SPEC): no_log on the list would mask its paths too.
+            "secret_files": {
+                "type": "list",
+                "elements": "dict",
+                "default": [],
+                "options": SECRET_SPEC,
+                "no_log": False,
+            },
             "secret_values": {"type": "list", "elements": "str", "default": [], "no_log": True},
             "remove": {"type": "list", "elements": "dict", "default": []},
             "record": {"type": "list", "elements": "dict", "default": []},

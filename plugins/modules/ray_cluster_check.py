@@ -23,7 +23,7 @@ description:
     (C(ansible_python_interpreter=/opt/rlinf/venv/bin/python)), where C(import ray) works.
 version_added: 0.1.0
 author:
-  - rlinf-ansible maintainers
+  - rlinf-ansible maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - rlinf.cluster.expected_nodes
   - rlinf.cluster.attributes.read_only
@@ -357,7 +357,7 @@ class RayClusterCheck:
             except Exception as err:
                 probes[node_id] = {"error": f"could not submit the task ({type(err).__name__}: {err})"}
         if refs:
-            ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=self.probe_timeout)
+            ready, _pending = ray.wait(list(refs.values()), num_returns=len(refs), timeout=self.probe_timeout)
             for node_id, ref in refs.items():
                 if ref not in ready:
                     probes[node_id] = {"error": f"the task did not finish within {self.probe_timeout} s"}
@@ -460,7 +460,7 @@ def build_module():
             probe_timeout=dict(type="int"),
             poll_interval=dict(type="float", default=1),
             probe=dict(type="bool", default=True),
-            env_keys=dict(type="list", elements="str", default=list(DEFAULT_ENV_KEYS)),
+            env_keys=dict(type="list", elements="str", default=list(DEFAULT_ENV_KEYS), no_log=False),
             env_file=dict(type="path"),
             ray_version=dict(type="str", default=""),
         ),

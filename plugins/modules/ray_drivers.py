@@ -17,7 +17,7 @@ description:
   - Read-only. Run it on the head with the node venv's Python, where C(import ray) works.
 version_added: 0.2.0
 author:
-  - rlinf-ansible maintainers
+  - rlinf-ansible maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - rlinf.cluster.attributes.read_only
 options:

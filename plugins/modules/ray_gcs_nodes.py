@@ -20,7 +20,7 @@ description:
   - Run it on the head with the node venv's Python, where C(import ray) works.
 version_added: 0.1.0
 author:
-  - rlinf-ansible maintainers
+  - rlinf-ansible maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - rlinf.cluster.expected_nodes
   - rlinf.cluster.attributes.read_only

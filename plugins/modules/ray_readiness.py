@@ -42,7 +42,7 @@ description:
     (C(ansible_python_interpreter=/opt/rlinf/venv/bin/python)).
 version_added: 0.1.0
 author:
-  - rlinf-ansible maintainers
+  - rlinf-ansible maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - rlinf.cluster.expected_nodes
   - rlinf.cluster.attributes.read_only
@@ -273,9 +273,7 @@ import contextlib  # noqa: E402 (imports follow the docs, as in every Ansible mo
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import signal  # noqa: E402
 import socket  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -310,6 +308,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.readiness import (  
     tcp_pairs,
     tcp_problems,
 )
+from ansible_collections.rlinf.cluster.plugins.module_utils.session_run import run_session  # noqa: E402
 
 # Seconds kept from the collective budget, beyond one connect timeout, for the TCP check
 # that names the broken nodes (new actors, listeners, transfers).
@@ -492,7 +491,7 @@ class ReadinessProbe:
             import fcntl
             import struct
 
-            for _, name in socket.if_nameindex():
+            for _index, name in socket.if_nameindex():
                 try:
                     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
                         packed = fcntl.ioctl(sock.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))
@@ -561,7 +560,7 @@ class ReadinessProbe:
                 correct = bool(torch.all(tensor == want).item())
                 value = float(tensor[0].item())
                 times = []
-                for _ in range(iterations):
+                for _iteration in range(iterations):
                     tensor.fill_(float(rank + 1))
                     if cuda:
                         torch.cuda.synchronize()
@@ -612,7 +611,7 @@ class ReadinessProbe:
         def serve():
             while True:
                 try:
-                    conn, _ = server.accept()
+                    conn, _peer = server.accept()
                 except OSError:
                     return
                 threading.Thread(target=handle, args=(conn,), daemon=True).start()
@@ -718,7 +717,7 @@ class Readiness:
         if not refs:
             return results, errors
         timeout = max(0.5, timeout)
-        ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout)
+        ready, _pending = ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout)
         ready = set(ready)
         for name, ref in refs.items():
             if ref not in ready:
@@ -819,7 +818,7 @@ class Readiness:
                 refs[node["name"]] = actors[node["name"]].connect.remote(
                     addresses[node["name"]], peers, connect_timeout, payload
                 )
-        results, _ = self.gather(ray, refs, max(connect_timeout + 5, self.remaining(deadline)))
+        results, _errors = self.gather(ray, refs, max(connect_timeout + 5, self.remaining(deadline)))
         connects = {n: results.get(n) for n in addresses}
         tcp["pairs"] = tcp_pairs(expected, listeners, connects)
         tcp["broken"] = broken_nodes(expected, tcp["pairs"])
@@ -999,23 +998,7 @@ class Readiness:
         workers = self.workers_arg(expected)
         argv = [sys.executable, "-c", ATTACH_SCRIPT, str(num_nodes), ATTACH_MARK, PHASE_MARK, workers]
         with tempfile.TemporaryDirectory(prefix="rlinf-readiness-") as cwd:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self.attach_env(),
-                cwd=cwd,
-                start_new_session=True,
-            )
-            timed_out = False
-            try:
-                out, err = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                with contextlib.suppress(OSError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                out, err = proc.communicate()
+            returncode, out, err, timed_out = run_session(argv, self.attach_env(), cwd, timeout)
         text_out = out.decode("utf-8", "replace")
         lines = [line.strip() for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
         tail = " | ".join(lines[-3:])[-600:]
@@ -1037,7 +1020,7 @@ class Readiness:
             return {"state": "timeout", "timeout": timeout, "log_tail": tail}
         return {
             "state": "failed",
-            "error": f"RLinf's driver exited with {proc.returncode} and no result",
+            "error": f"RLinf's driver exited with {returncode} and no result",
             "log_tail": tail,
         }
 

@@ -11,7 +11,7 @@ some runs (a remove-node plan's ``removal``); the comment says which."""
 # No `from __future__ import annotations`: TypedDict reads NotRequired from evaluated annotations only.
 from typing import Literal, NotRequired, TypedDict, get_args, get_origin, get_type_hints, is_typeddict
 
-from ansible_collections.rlinf.cluster.plugins.module_utils.plan import PLAN_VERSION
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.plan import PLAN_VERSION
 
 
 class AddressRule(TypedDict):

@@ -10,7 +10,7 @@ import copy
 from test_plan import GROUPS, hostvars, probe, probes, problems_of
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import auth_token
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
 
 ONE = "a" * 64
 OTHER = "b" * 64

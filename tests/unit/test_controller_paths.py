@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
-from ansible_collections.rlinf.cluster.plugins.module_utils import rules as r
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import rules as r
 
 GROUPS = {"ray_head": ["h"], "ray_workers": ["w1"]}
 

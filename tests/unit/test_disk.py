@@ -9,8 +9,8 @@ import pytest
 from test_plan import GROUPS, hostvars, probe, probes, problems_of
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import disk
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
 from ansible_collections.rlinf.cluster.plugins.module_utils.cluster_report import build, table
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
 
 LIMITS = {"warn_percent": 20, "fail_percent": 5, "venv_min_free_mib": 2048}
 GIB = 1024**3

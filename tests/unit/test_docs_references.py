@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.rlinf.cluster.plugins.module_utils.schema import EASYTIER_VARS, TOPOLOGY_VARS, VARS
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.schema import EASYTIER_VARS, TOPOLOGY_VARS, VARS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -154,7 +154,7 @@ def problems(text: str, where: str = "page", page_dir: Path = ROOT) -> list[str]
             if word.startswith(PREFIXES) and re.fullmatch(r"[a-z0-9_]*[a-z0-9]", word):
                 if word not in variables and word not in NOT_VARIABLES:
                     found.append(
-                        f"{where}: `{word}` is not a variable of plugins/module_utils/schema.py, "
+                        f"{where}: `{word}` is not a variable of plugins/plugin_utils/schema.py, "
                         "a role default or a fact a role sets"
                     )
             elif word.startswith(REPO_DIRS) and not re.search(r"[*<>]", word):
@@ -203,7 +203,7 @@ def test_a_planted_bad_name_of_each_kind_is_reported():
         "planted: `make package`: the Makefile has no target 'package'",
         "planted: `rlinf.cluster.node_facts`: no role, module, filter or playbook of that name",
         "planted: `roles/node_facts`: no such role",
-        "planted: `rlinf_no_such_setting` is not a variable of plugins/module_utils/schema.py, a role default "
+        "planted: `rlinf_no_such_setting` is not a variable of plugins/plugin_utils/schema.py, a role default "
         "or a fact a role sets",
         "planted: `tests/unit/test_no_such_file.py`: no such file or directory in the repository",
         "planted: link 'docs/no-such-page.md': no such file",
@@ -215,7 +215,7 @@ def test_what_exists_is_not_reported():
     real = (
         "`make lab`, `make unit`, `rlinf.cluster.ray_node`, `rlinf.cluster.ray_cluster_check`,\n"
         "`rlinf.cluster.rank_table`, `rlinf.cluster.site`, `roles/preflight`, `ray_port: 6379`,\n"
-        "`rlinf_node_rank`, `easytier_subnet`, `plugins/module_utils/schema.py`,\n"
+        "`rlinf_node_rank`, `easytier_subnet`, `plugins/plugin_utils/schema.py`,\n"
         "[security](docs/security.md#the-ray-units-sandbox)\n"
     )
     assert problems(real, "real") == []

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
 from ansible_collections.rlinf.cluster.plugins.module_utils.firewall import (
     DEFAULT_CLIENT_PORT,
     DEFAULT_WORKER_RANGE,
@@ -20,6 +19,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.firewall import (
     sources,
 )
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUPS = {"ray_head": ["head"], "ray_workers": ["w1", "w2"]}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from test_plan import GROUPS, hostvars, probes
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
 from ansible_collections.rlinf.cluster.plugins.module_utils.host_firewall import closed_peers, parse_ufw, problems
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
 
 ACTIVE = """Status: active
 Logging: on (low)

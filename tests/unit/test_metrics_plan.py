@@ -1,4 +1,4 @@
-"""The plan's metrics decisions (plugins/module_utils/metrics.py): who scrapes, what, at which
+"""The plan's metrics decisions (plugins/plugin_utils/metrics.py): who scrapes, what, at which
 address and port, what each node writes and stops, and what the firewall keeps for the scraper."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import metrics as M
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
 from ansible_collections.rlinf.cluster.plugins.module_utils.firewall import machine_rules
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import metrics as M
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
 
 GROUPS = {"ray_head": ["h"], "ray_workers": ["w1", "w2"]}
 # SSH addresses (ansible_host) and the Ray addresses the nodes resolve to (a data NIC).

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
-from ansible_collections.rlinf.cluster.plugins.module_utils import rules as r
-from ansible_collections.rlinf.cluster.plugins.module_utils import schema
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import rules as r
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import schema
 
 GROUPS = {"ray_head": ["h"], "ray_workers": ["w1"]}
 OVERLAY_GROUPS = {**GROUPS, "easytier_bootstrap": ["b"]}

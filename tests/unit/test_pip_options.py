@@ -9,9 +9,9 @@ import pytest
 from pip._internal.commands import create_command
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import pip_options
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
-from ansible_collections.rlinf.cluster.plugins.module_utils import rules as r
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import rules as r
 
 
 def installed_options() -> dict:

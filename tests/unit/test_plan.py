@@ -1,4 +1,4 @@
-"""The cluster plan (plugins/module_utils/plan.py): static checks, the address rule, what each node gets."""
+"""The cluster plan (plugins/plugin_utils/plan.py): static checks, the address rule, what each node gets."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import re
 import pytest
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import firewall
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
 
 GROUPS = {"ray_head": ["h"], "ray_workers": ["w1", "w2"]}
 

@@ -15,7 +15,7 @@ import pytest
 from test_metrics_plan import probe
 
 from ansible_collections.rlinf.cluster.plugins.action.cluster_plan import ActionModule
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("roles", "playbooks")

@@ -1,4 +1,4 @@
-"""Day-2 decisions of the plan (plugins/module_utils/plan.py): where the controller keeps its
+"""Day-2 decisions of the plan (plugins/plugin_utils/plan.py): where the controller keeps its
 state, which nodes a run restarts and whether a driver forbids it, removing any worker, the
 wheelhouses a new pin needs, the Ray version token authentication needs."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from test_plan import GROUPS, hostvars, probe, probes, problems_of
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
 from ansible_collections.rlinf.cluster.plugins.module_utils import restarts as R
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
 
 FOUR = {"ray_head": ["h"], "ray_workers": ["w1", "w2", "w3"]}
 

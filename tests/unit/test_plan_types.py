@@ -15,7 +15,7 @@ import pytest
 from test_metrics_plan import probe
 from test_plan_contract import GROUPS, SSH, _hostvars, _static
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
 from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan_types as T
 
 ROOT = Path(__file__).resolve().parents[2]

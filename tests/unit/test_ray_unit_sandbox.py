@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
 from ansible_collections.rlinf.cluster.plugins.module_utils import sandbox
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
 
 GROUPS = {"ray_head": ["h"], "ray_workers": ["w1"]}
 STRICT = {"ray_node_sandbox_profile": "strict"}

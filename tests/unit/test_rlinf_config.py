@@ -1,4 +1,4 @@
-"""Unit tests for plugins/module_utils/rlinf_config.py: grammar, placement, cross-check, generation."""
+"""Unit tests for plugins/plugin_utils/rlinf_config.py: grammar, placement, cross-check, generation."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import (
+from ansible_collections.rlinf.cluster.plugins.module_utils.topology import cluster_nodes
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.rlinf_config import (
     PlacementError,
     RankError,
     RLinfConfigError,
@@ -21,7 +22,6 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import 
     parse_rank_config,
     resolve_cluster,
 )
-from ansible_collections.rlinf.cluster.plugins.module_utils.topology import cluster_nodes
 
 CORPUS = Path(__file__).parent / "corpus"
 BAD = yaml.safe_load((CORPUS / "bad_configs.yml").read_text())

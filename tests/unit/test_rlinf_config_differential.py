@@ -19,7 +19,8 @@ import rlinf_reference
 import yaml
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.managed_env_vars import MANAGED_ENV_VARS
-from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import (
+from ansible_collections.rlinf.cluster.plugins.module_utils.topology import ACCELERATOR_TYPES, cluster_nodes
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.rlinf_config import (
     PROFILE_BACKENDS,
     ROBOT_COUNT_FIELDS,
     ROBOT_FIELDS,
@@ -30,7 +31,6 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import 
     parse_rank_config,
     process_resources,
 )
-from ansible_collections.rlinf.cluster.plugins.module_utils.topology import ACCELERATOR_TYPES, cluster_nodes
 
 CORPUS = Path(__file__).parent / "corpus"
 # Problems the validator raises on purpose where ClusterConfig accepts (see the case file).

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import check_cluster, parse_rank_config
 from ansible_collections.rlinf.cluster.plugins.module_utils.topology import cluster_nodes
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.rlinf_config import check_cluster, parse_rank_config
 
 CORPUS = Path(__file__).parent / "corpus" / "rlinf_examples.yml"
 EXAMPLES = yaml.safe_load(CORPUS.read_text())

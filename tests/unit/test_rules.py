@@ -1,11 +1,11 @@
-"""The value rules of plugins/module_utils/rules.py: what each refuses, and what it normalises."""
+"""The value rules of plugins/plugin_utils/rules.py: what each refuses, and what it normalises."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import rules as r
-from ansible_collections.rlinf.cluster.plugins.module_utils.schema import MANAGED_RAY_FLAGS
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import rules as r
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.schema import MANAGED_RAY_FLAGS
 
 
 def refused(rule, value) -> str:

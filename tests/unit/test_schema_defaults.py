@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from ansible_collections.rlinf.cluster.plugins.module_utils.schema import BY_NAME, TOPOLOGY_VARS
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.schema import BY_NAME, TOPOLOGY_VARS
 
 ROOT = Path(__file__).resolve().parents[2]
 # Settings of one run (-e), read by the playbooks, that no role has a default for.

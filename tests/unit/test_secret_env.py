@@ -8,7 +8,7 @@ import json
 import pytest
 from test_plan import GROUPS, hostvars, probes, problems_of
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
 
 SECRET = "hf_NotARealTokenQ7xZ2"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
-from ansible_collections.rlinf.cluster.plugins.module_utils import schema
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import schema
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUPS = {"ray_head": ["h"], "ray_workers": ["w1", "w2"]}

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parents[3] / "collections"))
-from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import load_config_text
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.rlinf_config import load_config_text
 
 
 class _Dumper(yaml.SafeDumper):

@@ -1,6 +1,6 @@
 """Every user-facing variable: its default, the rule its value must pass and where it applies.
 
-One table, read by the plan (plugins/module_utils/plan.py) in one pass over the inventory
+One table, read by the plan (plugins/plugin_utils/plan.py) in one pass over the inventory
 before any host is contacted. Defaults here are the roles' defaults (a unit test keeps
 them equal). Scope:
 
@@ -23,8 +23,8 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import rules as r
 from ansible_collections.rlinf.cluster.plugins.module_utils import sandbox
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import rules as r
 
 
 class Var(NamedTuple):
@@ -498,7 +498,7 @@ SECRETS = frozenset({"ray_auth_token", "easytier_network_secret", "rlinf_secret_
 # The prefixes of our variables. An inventory or extra variable that starts with one of them and
 # is neither in this file nor set by our roles and playbooks is a typo (``rlinf_firewal_enabled``
 # would leave the firewall off): the plan refuses it with the nearest known name
-# (plugins/module_utils/unknown_vars.py), unless the host lists it in ``rlinf_user_vars``.
+# (plugins/plugin_utils/unknown_vars.py), unless the host lists it in ``rlinf_user_vars``.
 PREFIXES = (
     "rlinf_",
     "ray_",

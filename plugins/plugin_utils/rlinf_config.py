@@ -401,7 +401,7 @@ class _StrictLoader(yaml.SafeLoader):
 
 def _construct_mapping(loader, node, deep=False):
     keys = set()
-    for key_node, _ in node.value:
+    for key_node, _value_node in node.value:
         key = loader.construct_object(key_node, deep=deep)
         try:
             duplicate = key in keys
@@ -964,7 +964,7 @@ def check_cluster(cluster, nodes: Sequence[Mapping] | None = None, source: str =
         for node in sorted(nodes, key=lambda n: n["rank"]):
             for label in node.get("node_groups") or []:
                 from_inventory.setdefault(label, []).append(node["rank"])
-        configured = {label for label, _ in config_groups if label is not None}
+        configured = {label for label, _group in config_groups if label is not None}
         for label, ranks in config_groups:
             if label is None or ranks is None or label not in from_inventory:
                 continue
@@ -1188,7 +1188,7 @@ def placed_node_ranks(rank_map, groups: Sequence[_Group]) -> set[int]:
         rank
         for g in groups
         for rank, units in zip(g.node_ranks, g.units or [], strict=False)
-        for _ in range(units or 0)
+        for _unit in range(units or 0)
     ]
     return {owners[r] for res in proc_map.values() for r in res if r < len(owners)}
 

@@ -14,8 +14,8 @@ import difflib
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 
-from ansible_collections.rlinf.cluster.plugins.module_utils import schema
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import Problem
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import schema
 
 # Only settings a user writes are offered as the nearest name, never a name a role sets.
 _SUGGESTED = sorted(set(schema.BY_NAME) | set(schema.TOPOLOGY_VARS))

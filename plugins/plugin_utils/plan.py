@@ -3,7 +3,7 @@
 Two stages, both on the controller, both linear in the number of hosts:
 
 1. ``static_plan(groups, hostvars, context)``, before any host is contacted: reads every
-   user-facing variable of every host once (plugins/module_utils/schema.py), checks it,
+   user-facing variable of every host once (plugins/plugin_utils/schema.py), checks it,
    computes ranks and node groups (topology.py), the overlay addresses (overlay.py), each
    node's paths, unit, ports and the rule that will pick its Ray address. Raises PlanError
    with every problem.
@@ -27,36 +27,31 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from packaging.version import Version
-
 from ansible_collections.rlinf.cluster.plugins.module_utils import (
     auth_token,
     disk,
     firewall,
     host_firewall,
-    metrics,
     render,
-    rules,
     sandbox,
-    schema,
-    unknown_vars,
     wheelhouse,
 )
 from ansible_collections.rlinf.cluster.plugins.module_utils.managed_env_vars import managed_env_problems
 from ansible_collections.rlinf.cluster.plugins.module_utils.overlay import OverlayError, overlay_members
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, Problem
-from ansible_collections.rlinf.cluster.plugins.module_utils.rlinf_config import (
-    RLinfConfigError,
-    check_cluster,
-    env_config_interpreters,
-    resolve_cluster,
-)
-from ansible_collections.rlinf.cluster.plugins.module_utils.rules import Bad, describe
 from ansible_collections.rlinf.cluster.plugins.module_utils.topology import (
     TopologyError,
     cluster_nodes,
     topology_warnings,
 )
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import metrics, rules, schema, unknown_vars
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.rlinf_config import (
+    RLinfConfigError,
+    check_cluster,
+    env_config_interpreters,
+    resolve_cluster,
+)
+from ansible_collections.rlinf.cluster.plugins.plugin_utils.rules import Bad, describe
 
 PLAN_VERSION = 1
 STATE_DIR = "/etc/rlinf/state"
@@ -724,7 +719,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
     cluster["controller"] = controller_paths(head_reader, context)
     # Whether the Vault variable is set (its value stays out of the plan).
     cluster["controller"]["vault_token"] = bool(head_reader["ray_auth_token"])
-    if cluster["auth"] and Version(cluster["ray_version"]) < Version(MIN_RAY_AUTH):
+    if cluster["auth"] and rules.Version(cluster["ray_version"]) < rules.Version(MIN_RAY_AUTH):
         problems.append(
             Problem(
                 None,
