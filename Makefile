@@ -22,7 +22,7 @@ FLEET_LAB ?= LAB_NAME=rlinf-lab-fleet LAB_SUBNET=10.89.83.0/24 LAB_DATA_SUBNET=1
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv lock host image lab-up lab lab-down status teardown test lint sanity unit controller test-lab test-lab-2 lab-durations \
+.PHONY: help venv lock host image lab-up lab lab-down status teardown test lint lint-static sanity unit controller test-lab test-lab-2 lab-durations \
 	molecule \
 	test-fleet scenarios bench generate clean
 
@@ -74,7 +74,10 @@ lab-down:
 	@command -v podman >/dev/null || { echo "lab: podman is not installed, nothing to remove"; exit 0; }; \
 	$(PYTHON) lab/lab.py down
 
-lint: venv
+# make lint: the static checks, then ansible-test sanity. make test runs sanity beside the lab suite.
+lint: lint-static sanity
+
+lint-static: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/ansible-lint
@@ -84,7 +87,6 @@ lint: venv
 	$(BIN)/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
 	$(BIN)/ansible-builder create --file execution-environment.yml --context artifacts/ee-context
 	$(BIN)/ansible-navigator settings --effective --mode stdout --ee false > /dev/null
-	$(MAKE) --no-print-directory sanity
 
 # ansible-test sanity, every test, on what Galaxy and Automation Hub test: the built artifact,
 # unpacked where ansible-test wants it (ansible_collections/rlinf/cluster), with the checkout's
@@ -146,8 +148,10 @@ molecule: host venv
 test-fleet: host venv
 	bash lab/scenario.sh tests/integration/test_scenario.py $(FLEET_LAB)
 
-# The scenarios on labs of their own, one after the other: molecule's, then the fleet's.
+# ansible-test sanity (no host), then the scenarios on labs of their own, one after the other:
+# molecule's, then the fleet's.
 scenarios:
+	bash lab/timed.sh sanity $(MAKE) sanity
 	bash lab/timed.sh molecule $(MAKE) molecule
 	bash lab/timed.sh test-fleet $(MAKE) test-fleet
 
@@ -156,7 +160,7 @@ scenarios:
 # make's two job slots never leave it waiting for a scenario to finish (three targets in two
 # slots did: the lab suite started only after molecule, 15 minutes late).
 test: venv
-	bash lab/timed.sh lint $(MAKE) lint
+	bash lab/timed.sh lint-static $(MAKE) lint-static
 	bash lab/timed.sh unit $(MAKE) unit
 	bash lab/timed.sh controller $(MAKE) controller
 	bash lab/timed.sh lab-up $(MAKE) lab-up

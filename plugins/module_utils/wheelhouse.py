@@ -100,8 +100,8 @@ def lock_files(text: str) -> dict[str, str]:
     """wheel file name -> sha256, as a lock written by ``lock_text`` lists them."""
     files = {}
     for line in text.splitlines():
-        requirement, _, name = line.partition("  # ")
-        _, _, sha256 = requirement.partition("--hash=sha256:")
+        requirement, name = line.partition("  # ")[::2]
+        sha256 = requirement.partition("--hash=sha256:")[2]
         if name and sha256:
             files[name.strip()] = sha256.strip()
     return files
