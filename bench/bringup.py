@@ -220,6 +220,54 @@ def measure(nodes: int, scale: list[int], workdir: Path) -> dict:
     return figures
 
 
+# Issue 28's targets: from stopped Ray at most 1.15x the raw script at 3 nodes and 1.3x at 8, a no-op
+# in at most 5 s that changes nothing, at most 0.8 controller CPU s per host at 8 nodes.
+TARGETS = {"ratio_small": 1.15, "ratio_large": 1.3, "noop_seconds": 5.0, "cpu_per_host": 0.8}
+
+
+def targets(figures: dict) -> list[tuple[str, str, str, str]]:
+    """(what, figure, target, met) for each of issue 28's targets these figures measure."""
+    rows = []
+    small = figures.get("ratio restart/raw", {}).get("seconds")
+    if small is not None:
+        met = "yes" if small <= TARGETS["ratio_small"] else "NO"
+        rows.append(
+            ("site.yml from stopped / raw, life-cycle lab", f"{small:.2f}x", f"<= {TARGETS['ratio_small']}x", met)
+        )
+    sizes = sorted(int(step.split()[1]) for step in figures if step.startswith("bring-up "))
+    if sizes:
+        largest = sizes[-1]
+        bringup, raw = figures[f"bring-up {largest} nodes"], figures[f"raw {largest} nodes"]
+        ratio = bringup["seconds"] / raw["seconds"]
+        met = "yes" if ratio <= TARGETS["ratio_large"] else "NO"
+        rows.append(
+            (f"site.yml from stopped / raw, {largest} nodes", f"{ratio:.2f}x", f"<= {TARGETS['ratio_large']}x", met)
+        )
+        if bringup.get("controller cpu") not in (None, ""):
+            per_host = bringup["controller cpu"] / largest
+            met = "yes" if per_host <= TARGETS["cpu_per_host"] else "NO"
+            rows.append(
+                (
+                    f"controller CPU per host, {largest} nodes",
+                    f"{per_host:.2f} s",
+                    f"<= {TARGETS['cpu_per_host']} s",
+                    met,
+                )
+            )
+    noop = figures.get("no-op")
+    if noop:
+        met = "yes" if noop["seconds"] <= TARGETS["noop_seconds"] and noop.get("changed") == 0 else "NO"
+        rows.append(
+            (
+                "no-op site.yml",
+                f"{noop['seconds']} s, changed={noop.get('changed')}",
+                f"<= {TARGETS['noop_seconds']} s, changed=0",
+                met,
+            )
+        )
+    return rows
+
+
 def report(figures: dict, path: Path) -> None:
     print(f"{'step':<22} {'seconds':>8} {'changed':>8} {'node cpu':>9} {'ctl cpu':>8}")
     for step, figure in figures.items():
@@ -235,6 +283,9 @@ def report(figures: dict, path: Path) -> None:
         print(f"\nslowest tasks of {step} (profile_tasks):")
         for task in figures[step]["slowest"]:
             print(f"  {task['seconds']:>6.2f}s  {task['task']}")
+    print(f"\n{'target (issue 28)':<44} {'measured':>20} {'target':>24} {'met':>4}")
+    for what, figure, target, met in targets(figures):
+        print(f"{what:<44} {figure:>20} {target:>24} {met:>4}")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(figures, indent=2) + "\n")
     print(f"\nbench: wrote {path}")
