@@ -494,3 +494,46 @@ def test_launch_names_the_run_from_its_name_or_the_time_and_the_heads_checkout()
 def test_launch_without_an_absolute_checkout_on_the_head_is_refused_naming_the_head():
     found = problems_of(lambda: P.static_plan(GROUPS, hostvars(h={"rlinf_entry": "x"}), {"purpose": "launch"}))
     assert any(s.startswith("host 'h': launch.yml runs rlinf_entry in the RLinf checkout") for s in found), found
+
+
+def two_nic_probes():
+    return {
+        name: probe(f"10.0.0.{i + 1}", interfaces={"eth0": [f"10.0.0.{i + 1}"], "eth1": [f"10.9.0.{i + 1}"]})
+        for i, name in enumerate(["h", "w1", "w2"])
+    }
+
+
+def test_ray_node_ip_beats_the_comm_device_for_the_address_and_the_comm_device_names_the_nic():
+    # docs/variables.md, "How Ray's address is chosen": ray_node_ip if set, else the overlay, else
+    # rlinf_comm_net_device's IPv4; RLINF_COMM_NET_DEVICES is the NIC holding the address unless
+    # rlinf_comm_net_device names one.
+    plan = resolved(hostvars(w1={"ray_node_ip": "10.0.0.2", "rlinf_comm_net_device": "eth1"}), two_nic_probes())
+    w1 = plan["nodes"]["w1"]
+    assert (w1["ip"], w1["ip_source"], w1["comm_device"]) == ("10.0.0.2", "ray_node_ip", "eth1")
+    assert w1["env"]["RLINF_COMM_NET_DEVICES"] == "eth1"
+    assert "--node-ip-address=10.0.0.2" in w1["ray_args"]
+
+
+def test_ray_node_ip_alone_names_the_nic_that_holds_it_not_the_default_routes():
+    plan = resolved(hostvars(w1={"ray_node_ip": "10.9.0.2"}), two_nic_probes())
+    w1 = plan["nodes"]["w1"]
+    assert (w1["ip"], w1["ip_source"], w1["comm_device"]) == ("10.9.0.2", "ray_node_ip", "eth1")
+    assert w1["env"]["RLINF_COMM_NET_DEVICES"] == "eth1"
+    # the other nodes keep the default route's address and NIC
+    assert (plan["nodes"]["w2"]["ip"], plan["nodes"]["w2"]["comm_device"]) == ("10.0.0.3", "eth0")
+
+
+def test_the_overlay_beats_the_comm_device_for_the_address_but_not_for_the_nic():
+    groups = dict(GROUPS, easytier_bootstrap=["h"])
+    hv = hostvars(w1={"rlinf_comm_net_device": "eth1"})
+    for host in hv.values():
+        host.update(easytier_enabled=True, easytier_network_name="lab", easytier_network_secret="s" * 24)
+    static = P.static_plan(groups, hv)
+    found = two_nic_probes()
+    for name, data in found.items():
+        data["interfaces"]["et0"] = [static["nodes"][name]["address_rule"]["value"]]
+    plan = P.resolve(static, found, "site")
+    w1, w2 = plan["nodes"]["w1"], plan["nodes"]["w2"]
+    overlay_ip = static["nodes"]["w1"]["address_rule"]["value"]
+    assert (w1["ip"], w1["ip_source"], w1["comm_device"]) == (overlay_ip, "overlay", "eth1")
+    assert (w2["ip_source"], w2["comm_device"]) == ("overlay", static["nodes"]["w2"]["address_rule"]["device"])
