@@ -537,3 +537,154 @@ def test_the_overlay_beats_the_comm_device_for_the_address_but_not_for_the_nic()
     overlay_ip = static["nodes"]["w1"]["address_rule"]["value"]
     assert (w1["ip"], w1["ip_source"], w1["comm_device"]) == (overlay_ip, "overlay", "eth1")
     assert (w2["ip_source"], w2["comm_device"]) == ("overlay", static["nodes"]["w2"]["address_rule"]["device"])
+
+
+# What the mutation run (tests/mutate.py) found untested -------------------------------------
+
+EASYTIER_GROUPS = dict(GROUPS, easytier_bootstrap=["h"])
+
+
+def overlay_hostvars(**w1):
+    hv = hostvars(w1=w1)
+    for host in hv.values():
+        host.update(easytier_enabled=True, easytier_network_name="lab", easytier_network_secret="s" * 24)
+    hv["w1"].update(w1)
+    return hv
+
+
+def all_hosts(**settings):
+    return hostvars(**{name: dict(settings) for name in ["h", "w1", "w2"]})
+
+
+@pytest.mark.parametrize(
+    ("w1", "sentence"),
+    [
+        (
+            {"easytier_peer_protocol": "wg", "easytier_listen_protocols": ["tcp"]},
+            "host 'w1': easytier_peer_protocol='wg' is not one of easytier_listen_protocols ['tcp']; "
+            "add it there or change it.",
+        ),
+        (
+            {"easytier_install_source": "archive", "easytier_archive_path": "/srv/easytier.zip"},
+            "host 'w1': easytier_install_source=archive needs easytier_archive_path and easytier_archive_sha256 "
+            "(64 hex digits); set both.",
+        ),
+        (
+            {"easytier_install_source": "archive", "easytier_archive_sha256": "a" * 64},
+            "host 'w1': easytier_install_source=archive needs easytier_archive_path and easytier_archive_sha256 "
+            "(64 hex digits); set both.",
+        ),
+    ],
+)
+def test_an_overlay_members_inconsistent_settings_are_refused_naming_it(w1, sentence):
+    assert problems_of(lambda: P.static_plan(EASYTIER_GROUPS, overlay_hostvars(**w1))) == [sentence]
+
+
+def test_an_archive_with_its_path_and_checksum_is_accepted():
+    w1 = {
+        "easytier_install_source": "archive",
+        "easytier_archive_path": "/srv/et.zip",
+        "easytier_archive_sha256": "a" * 64,
+    }
+    assert P.static_plan(EASYTIER_GROUPS, overlay_hostvars(**w1))["nodes"]["w1"]["rank"] == 1
+
+
+@pytest.mark.parametrize(
+    ("settings", "sentence"),
+    [
+        (
+            {"rlinf_code_sync": "rsync"},
+            "rlinf_code_sync=rsync needs rlinf_src, the absolute path of your RLinf checkout on the controller "
+            "(for ray: on the head); set it.",
+        ),
+        (
+            {"rlinf_code_sync": "rsync", "rlinf_src": "RLinf"},
+            "rlinf_src='RLinf' is not an absolute path; write the full path.",
+        ),
+    ],
+)
+def test_code_sync_needs_an_absolute_source(settings, sentence):
+    assert problems_of(lambda: P.static_plan(GROUPS, all_hosts(**settings))) == [sentence]
+
+
+def test_only_rsync_puts_the_checkout_among_the_nodes_paths():
+    rsync = P.static_plan(GROUPS, all_hosts(rlinf_code_sync="rsync", rlinf_src="/srv/RLinf"))["nodes"]["w1"]
+    assert rsync["paths"]["code_dest"] == "/srv/RLinf"
+    other = P.static_plan(GROUPS, all_hosts(rlinf_code_sync="none", rlinf_src="/srv/RLinf"))["nodes"]["w1"]
+    assert other["code_dest"] == "/srv/RLinf" and "code_dest" not in other["paths"]
+
+
+def test_a_variable_that_cannot_be_evaluated_is_named_not_raised():
+    class Undefined(dict):
+        def __getitem__(self, key):
+            if key == "ray_temp_dir":
+                raise RuntimeError("'scratch' is undefined")
+            return super().__getitem__(key)
+
+    hv = hostvars()
+    hv["w1"] = Undefined(hv["w1"], ray_temp_dir="{{ scratch }}")
+    assert problems_of(lambda: P.static_plan(GROUPS, hv)) == [
+        "host 'w1': ray_temp_dir cannot be evaluated ('scratch' is undefined); fix its value."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("settings", "resources"),
+    [
+        ({"rlinf_gpus_per_node": 2}, {"GPU": 2}),  # the accelerators the inventory counts are expected
+        ({"rlinf_gpus_per_node": 2, "ray_num_gpus": 1}, {"GPU": 1}),  # what ray start advertises wins
+        ({"rlinf_gpus_per_node": 2, "rlinf_accelerator_type": "NPU"}, {"NPU": 2}),  # under Ray's name for them
+        (
+            {"rlinf_gpus_per_node": 2, "rlinf_accelerator_type": "NPU", "ray_resources": {"NPU": 1}},
+            {"NPU": 1},
+        ),
+        ({"rlinf_gpus_per_node": 2, "rlinf_accelerator_type": "MUSA_GPU"}, {}),  # Ray shows none for MUSA
+        ({}, {}),
+    ],
+)
+def test_the_check_expects_the_accelerators_the_inventory_counts(settings, resources):
+    plan = P.static_plan(GROUPS, hostvars(w1=settings))
+    assert plan["nodes"]["w1"]["resources"] == resources
+
+
+def test_an_unusual_value_passes_through_plain_unchanged():
+    from decimal import Decimal
+
+    assert P._plain({"a": [Decimal("1.5"), (1, "x")], "b": None}) == {"a": [Decimal("1.5"), [1, "x"]], "b": None}
+
+
+def test_launch_needs_the_heads_checkout_not_a_workers():
+    hv = hostvars(w1={"rlinf_code_dest": "/srv/RLinf"}, w2={"rlinf_code_dest": "/srv/RLinf"}, h={"rlinf_entry": "x"})
+    assert problems_of(lambda: P.static_plan(GROUPS, hv, {"purpose": "launch"})) == [
+        "host 'h': launch.yml runs rlinf_entry in the RLinf checkout on the head: set rlinf_src (or rlinf_code_dest) "
+        "to its absolute path there (now '')."
+    ]
+
+
+def test_an_rlinf_config_that_cannot_be_read_is_one_problem_naming_the_path():
+    assert problems_of(lambda: P.static_plan(GROUPS, hostvars(h={"rlinf_config": "/nonexistent/x.yaml"}))) == [
+        "rlinf_config: file '/nonexistent/x.yaml' does not exist (looked at /nonexistent/x.yaml); "
+        "give a path to the RLinf YAML."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("hv", "interfaces", "sentence"),
+    [
+        (
+            {"ray_node_ip": "10.7.7.7"},
+            {"lo": ["127.0.0.1"], "eth0": ["10.0.0.2"], "eth1": []},
+            "host 'w1': ray_node_ip=10.7.7.7 is not an address of any interface of this host (eth0 10.0.0.2; eth1 "
+            "(no IPv4)); Ray and the collectives bind local addresses: set it to one of them, or leave it empty.",
+        ),
+        (
+            {"rlinf_comm_net_device": "eth9"},
+            {"lo": ["127.0.0.1"]},
+            "host 'w1': rlinf_comm_net_device=eth9 does not exist here (interfaces: none); set it to one of them, "
+            "or leave it empty for the default route's NIC.",
+        ),
+    ],
+)
+def test_an_address_problem_lists_the_hosts_interfaces_but_loopback(hv, interfaces, sentence):
+    node_probe = probe("10.0.0.2", interfaces=interfaces)
+    assert problems_of(lambda: resolved(hostvars(w1=hv), probes(w1=node_probe))) == [sentence]
