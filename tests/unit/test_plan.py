@@ -688,3 +688,26 @@ def test_an_rlinf_config_that_cannot_be_read_is_one_problem_naming_the_path():
 def test_an_address_problem_lists_the_hosts_interfaces_but_loopback(hv, interfaces, sentence):
     node_probe = probe("10.0.0.2", interfaces=interfaces)
     assert problems_of(lambda: resolved(hostvars(w1=hv), probes(w1=node_probe))) == [sentence]
+
+
+def test_an_env_configs_interpreter_anywhere_in_the_nodes_own_venv_is_installed_by_the_run():
+    hv = hostvars(h={"rlinf_cluster": _interpreter_cluster("/opt/rlinf/venv/bin/python3.11")})
+    assert resolved(hv)["nodes"]["w1"]["paths"]["env_config_python_0"] == "/opt/rlinf/venv/bin/python3.11"
+
+
+@pytest.mark.parametrize(("version", "ok"), [("3.9.18", False), ("3.10.0", True)])
+def test_python_3_10_is_the_oldest_accepted(version, ok):
+    found = {name: probe(f"10.0.0.{i + 1}", python={"version": version}) for i, name in enumerate(["h", "w1", "w2"])}
+    if ok:
+        assert resolved(found=found)["nodes"]["w1"]["ip"] == "10.0.0.2"
+    else:
+        assert problems_of(lambda: resolved(found=found))[0].startswith(
+            f"hosts h, w1, w2: rlinf_python=python3 is Python {version}; RLinf needs Python >= 3.10 (and Ray "
+        )
+
+
+def test_a_host_that_could_not_be_probed_is_named_with_the_reason():
+    found = probes(w2={"unreachable": True, "msg": "ssh: connect to host 10.0.0.3 port 22: No route to host"})
+    assert problems_of(lambda: resolved(found=found))[0] == (
+        "host 'w2': could not be probed: ssh: connect to host 10.0.0.3 port 22: No route to host."
+    )
