@@ -711,3 +711,45 @@ def test_a_host_that_could_not_be_probed_is_named_with_the_reason():
     assert problems_of(lambda: resolved(found=found))[0] == (
         "host 'w2': could not be probed: ssh: connect to host 10.0.0.3 port 22: No route to host."
     )
+
+
+@pytest.mark.parametrize("purpose", ["status", "teardown"])
+def test_a_run_that_writes_no_node_files_renders_none(purpose):
+    w1 = resolved(purpose=purpose)["nodes"]["w1"]
+    assert not {"files", "env", "ray_args", "files_digest", "metrics_files"} & set(w1)
+
+
+def test_a_node_whose_probe_says_nothing_of_its_venv_installs_it():
+    found = probes(w1=probe("10.0.0.2", venv={"satisfied": True}))
+    plan = resolved(found=found)
+    assert (plan["nodes"]["h"]["venv_install"], plan["nodes"]["w1"]["venv_install"]) == (True, False)
+
+
+def test_ray_start_advertises_custom_resources_sorted_and_a_temp_dir_only_when_moved():
+    hv = hostvars(w1={"ray_resources": {"zeta": 1, "alpha": 2}, "ray_temp_dir": "/tmp/ray-w1"})
+    w1, w2 = (resolved(hv)["nodes"][n]["ray_args"] for n in ("w1", "w2"))
+    assert '--resources={"alpha":2,"zeta":1}' in w1
+    assert "--temp-dir=/tmp/ray-w1" in w1
+    assert not [a for a in w2 if a.startswith(("--temp-dir", "--resources"))]
+
+
+@pytest.mark.parametrize(("recorded", "port"), [(7000, 7000), (0, 6379), (65536, 6379), (True, 6379), ("7000", 6379)])
+def test_status_asks_the_head_at_the_port_its_record_holds_when_it_is_a_port(recorded, port):
+    head = probe("10.0.0.1", record={"ip": "10.0.0.1", "ports": {"ray_port": recorded}})
+    plan = resolved(found=probes(h=head), purpose="status")
+    assert plan["cluster"]["head_address"] == f"10.0.0.1:{port}"
+
+
+def test_the_env_file_and_unit_restart_ray_the_profile_and_record_do_not():
+    import hashlib
+
+    w1 = resolved()["nodes"]["w1"]
+    paths = w1["paths"]
+    assert [(f["path"], f.get("restart", False)) for f in w1["files"]] == [
+        (paths["env_file"], True),
+        (paths["unit_file"], True),
+        (paths["profile"], False),
+        (paths["record"], False),
+    ]
+    contents = "".join(f["content"] for f in w1["files"]).encode()
+    assert w1["files_digest"] == hashlib.sha256(contents).hexdigest()[:16]

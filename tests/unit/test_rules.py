@@ -169,3 +169,34 @@ def test_the_ray_pin_must_be_a_new_enough_version_string():
     assert "older than 2.47.0" in refused(rule, "2.46.0")
     assert "X.Y.Z" in refused(rule, 2.6)
     assert rule("2.60.0") == "2.60.0"
+
+
+# What the mutation run (tests/mutate.py) found untested: the scalar rules' boundaries.
+
+
+def test_a_value_is_shown_whole_up_to_80_characters():
+    assert r.describe("x" * 78) == repr("x" * 78)  # 80 with its quotes
+    assert r.describe("x" * 79) == repr("x" * 79)[:77] + "..."
+
+
+@pytest.mark.parametrize(
+    ("value", "what"),
+    [
+        (True, "is not a number"),
+        ("many", "is not a number"),
+        ("nan", "is not a finite number"),
+        (float("inf"), "is not a finite number"),
+        ("-inf", "is not a finite number"),
+        (-0.5, "is below 0"),
+        (0, "is not above 0"),
+    ],
+)
+def test_number_refuses_what_is_not_a_finite_number_in_range(value, what):
+    rule = r.number(low=0) if what == "is below 0" else r.number(above=0)
+    assert refused(rule, value) == what
+
+
+@pytest.mark.parametrize(("value", "kept"), [("2", 2), (" 1.5 ", 1.5), (2.0, 2.0), (3, 3), (0, 0)])
+def test_number_keeps_whole_numbers_whole_and_its_low_end(value, kept):
+    result = r.number(low=0)(value)
+    assert result == kept and type(result) is type(kept)
