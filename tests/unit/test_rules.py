@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import rules as r
@@ -184,6 +186,7 @@ def test_a_value_is_shown_whole_up_to_80_characters():
     [
         (True, "is not a number"),
         ("many", "is not a number"),
+        ([1], "is not a number"),
         ("nan", "is not a finite number"),
         (float("inf"), "is not a finite number"),
         ("-inf", "is not a finite number"),
@@ -200,3 +203,118 @@ def test_number_refuses_what_is_not_a_finite_number_in_range(value, what):
 def test_number_keeps_whole_numbers_whole_and_its_low_end(value, kept):
     result = r.number(low=0)(value)
     assert result == kept and type(result) is type(kept)
+
+
+def fix_of(rule, value) -> str:
+    with pytest.raises(r.Bad) as err:
+        rule(value)
+    return err.value.fix
+
+
+def test_number_keeps_a_float_a_float_and_its_open_low_end():
+    assert r.number(above=0)(0.25) == 0.25
+    assert refused(r.number(above=1), 1) == "is not above 1" and r.number(above=1)(1.01) == 1.01
+    assert type(r.number()(2.0)) is float and type(r.number()("2.0")) is int
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "what", "fix"),
+    [
+        (r.integer(1, 10), 0, "is outside 1..10", "write a number in 1..10"),
+        (r.integer(1, 10), 11, "is outside 1..10", "write a number in 1..10"),
+        (r.integer(low=5), 4, "is outside >= 5", "write a number >= 5"),
+        (r.integer(high=5), 6, "is outside <= 5", "write a number <= 5"),
+        (r.integer(high=5, unit=" (MiB)"), 6, "is outside <= 5", "write a number <= 5 (MiB)"),
+        (r.integer(), "x", "is not a whole number", "write a whole number"),
+        (r.integer(), 1.5, "is not a whole number", "write a whole number"),
+        (r.integer(), True, "is not a whole number", "write a whole number"),
+    ],
+)
+def test_integer_names_its_range_in_the_refusal(rule, value, what, fix):
+    assert (refused(rule, value), fix_of(rule, value)) == (what, fix)
+
+
+@pytest.mark.parametrize(("value", "kept"), [(1, 1), (10, 10), ("7", 7), (" 3 ", 3), (4.0, 4)])
+def test_integer_keeps_both_ends_of_its_range(value, kept):
+    assert r.integer(1, 10)(value) == kept
+
+
+def test_choice_reads_words_and_numbers_not_booleans():
+    rule = r.choice("none", "rsync", "1")
+    assert rule(" rsync ") == "rsync" and rule(1) == "1"
+    assert refused(rule, True) == "is not one of the choices"
+    assert refused(rule, "scp") == "is not one of the choices"
+    assert fix_of(rule, "scp") == "write one of none, rsync, 1"
+    assert refused(rule, ["rsync"]) == "is not one of the choices"
+
+
+def test_text_refuses_other_types_and_long_or_misshapen_values():
+    rule = r.text(re.compile(r"^[a-z]+$"), empty=False, max_len=5, hint="write lowercase letters")
+    assert rule("abcde") == "abcde"
+    assert r.text()(5) == "5" and r.text()(None) == ""
+    assert refused(rule, True) == "is a bool, not a string"
+    assert refused(rule, ["a"]) == "is a list, not a string"
+    assert refused(rule, "abcdef") == "is longer than 5 characters"
+    assert (refused(rule, "ab1"), fix_of(rule, "ab1")) == ("does not have the allowed form", "write lowercase letters")
+    assert (refused(rule, ""), fix_of(rule, "")) == ("is empty", "write lowercase letters")
+    assert fix_of(r.text(re.compile(r"^a$")), "b") == "match ^a$"
+    assert fix_of(r.text(empty=False), "") == "set a value"
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "kept"),
+    [
+        (r.url, "https://mirror.example/simple", "https://mirror.example/simple"),
+        (r.url, "", ""),
+        (r.unit_name, "rlinf-ray-b", "rlinf-ray-b"),
+        (r.system_user, "ray", "ray"),
+        (r.system_user, "", ""),
+        (r.nft_table, "rlinf", "rlinf"),
+        (r.device, "eth1", "eth1"),
+        (r.device, "", ""),
+        (r.label, "train.a-1", "train.a-1"),
+        (r.interpreter, "python3.11", "python3.11"),
+        (r.interpreter, "/usr/local/bin/python3.11", "/usr/local/bin/python3.11"),
+        (r.host_address, "203.0.113.10", "203.0.113.10"),
+        (r.host_address, "bootstrap.example.org", "bootstrap.example.org"),
+        (r.host_address, "", ""),
+        (r.boolean, "Yes", True),
+        (r.boolean, 0, False),
+        (r.optional(r.integer()), " ", None),
+        (r.optional(r.integer()), "3", 3),
+        (r.scalar, 1.5, 1.5),
+        (r.scalar, "a b", "a b"),
+    ],
+)
+def test_a_good_value_is_kept_normalised(rule, value, kept):
+    result = rule(value)
+    assert result == kept and type(result) is type(kept)
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "what"),
+    [
+        (r.url, "ftp://mirror.example/simple", "is not an http(s) URL"),
+        (r.unit_name, "rlinf-ray.service", "ends in .service"),
+        (r.unit_name, "-ray", "is not a plain unit name"),
+        (r.unit_name, "", "is empty"),
+        (r.system_user, "root", "is root"),
+        (r.system_user, "Ray", "is not a portable user name"),
+        (r.system_user, "systemd-ray", "is an account the operating system or another service uses"),
+        (r.system_user, "nobody", "is an account the operating system or another service uses"),
+        (r.nft_table, "1rlinf", "is not a plain nftables table name"),
+        (r.nft_table, "Filter", "is a table iptables, firewalld or a container engine owns"),
+        (r.device, "eth 1", "is not a network device name"),
+        (r.device, "a" * 16, "is not a network device name"),
+        (r.label, "a b", "is not a plain label"),
+        (r.label, "", "is empty"),
+        (r.interpreter, "py3", "is neither an absolute path nor a python command name"),
+        (r.interpreter, "/usr/bin/../python3", "is not normalised (a '.' or '..' segment"),
+        (r.host_address, "bad_host!", "is neither an IP address nor a host name"),
+        (r.boolean, "maybe", "is not a boolean"),
+        (r.boolean, 2, "is not a boolean"),
+        (r.boolean, None, "is not a boolean"),
+    ],
+)
+def test_a_bad_value_is_refused_saying_what_is_wrong(rule, value, what):
+    assert what in refused(rule, value)
