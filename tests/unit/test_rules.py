@@ -318,3 +318,42 @@ def test_a_good_value_is_kept_normalised(rule, value, kept):
 )
 def test_a_bad_value_is_refused_saying_what_is_wrong(rule, value, what):
     assert what in refused(rule, value)
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "kept"),
+    [
+        (r.ipv4_network, "10.144.0.0/24", "10.144.0.0/24"),
+        (r.ipv4_source, "192.0.2.7/32", "192.0.2.7"),
+        (r.ipv4_source, "192.0.2.7/24", "192.0.2.0/24"),
+        (r.ipv4(), "10.0.0.5", "10.0.0.5"),
+        (r.ipv4(), "", ""),
+        (r.ipv4(loopback=True), "127.0.0.1", "127.0.0.1"),
+        (r.ipv4(unspecified=True), "0.0.0.0", "0.0.0.0"),
+        (r.writable_path, "/srv/data", "/srv/data"),
+        (r.writable_path, "/tmpdata", "/tmpdata"),
+    ],
+)
+def test_an_address_network_or_path_is_kept_normalised(rule, value, kept):
+    assert rule(value) == kept
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "what"),
+    [
+        (r.ipv4_network, "10.144.0.1/24", "is not a network in CIDR form (10.144.0.1/24 has host bits set)"),
+        (r.ipv4_network, "fd00::/64", "is IPv6"),
+        (r.ipv4_network, "", "is empty"),
+        (r.ipv4_source, "nowhere", "is not an IPv4 address or network"),
+        (r.ipv4_source, "fd00::1", "is IPv6"),
+        (r.ipv4(), "10.0.0", "is not an IPv4 address"),
+        (r.ipv4(), "fd00::1", "is IPv6"),
+        (r.ipv4(), "127.0.0.1", "is a loopback address other nodes cannot reach"),
+        (r.ipv4(), "0.0.0.0", "is the unspecified address"),
+        (r.ipv4(), "224.0.0.1", "is a multicast address"),
+        (r.writable_path, "/tmp/ray-data", "is under /tmp"),
+        (r.writable_path, "/var/tmp/ray", "is under /var/tmp"),
+    ],
+)
+def test_a_bad_address_network_or_path_is_refused_saying_why(rule, value, what):
+    assert refused(rule, value) == what
