@@ -357,3 +357,36 @@ def test_an_address_network_or_path_is_kept_normalised(rule, value, kept):
 )
 def test_a_bad_address_network_or_path_is_refused_saying_why(rule, value, what):
     assert refused(rule, value) == what
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("/usr/local/rlinf", "is under /usr, which the operating system owns"),
+        ("/lib64/rlinf", "is under /lib64, which the operating system owns"),
+        ("/var/spool/rlinf", "is under /var/spool, which the operating system or a package owns"),
+        ("/var/lib/docker/rlinf", "is under /var/lib/docker, which another program owns"),
+        ("/etc/ssh/rlinf", "is under /etc/ssh, which another program owns"),
+        ("/var/lib/rlinf-ray/x", None),
+        ("/var/tmp/rlinf", None),
+        ("/var", None),  # /var itself is in the operating system's directory list (node_path)
+        ("/data/rlinf", None),
+    ],
+)
+def test_system_clash_names_the_owner_of_a_tree(path, why):
+    assert r.system_clash(path) == why
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("/root", "is the home directory /root"),
+        ("/home/ops", "is the home directory /home/ops"),
+        ("/home/ops/.ssh/x", "is under /home/ops/.ssh, a dotfile of a home directory (shell start-up, SSH keys)"),
+        ("/home/ops/rlinf", None),
+        ("/home", None),
+        ("/srv/home", None),
+    ],
+)
+def test_home_clash_names_a_home_or_its_dotfiles(path, why):
+    assert r.home_clash(path) == why
