@@ -390,3 +390,51 @@ def test_system_clash_names_the_owner_of_a_tree(path, why):
 )
 def test_home_clash_names_a_home_or_its_dotfiles(path, why):
     assert r.home_clash(path) == why
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "kept"),
+    [
+        (r.optional_node_path, " ", ""),
+        (r.optional_node_path, None, ""),
+        (r.optional_node_path, "/opt/rlinf/x", "/opt/rlinf/x"),
+        (r.optional_controller_path, None, ""),
+        (r.optional_controller_path, "./state//", "state"),
+        (r.list_of(r.integer()), None, []),
+        (r.list_of(r.integer()), ["1", 2], [1, 2]),
+        (r.mapping_of(r.env_name, r.env_value), None, {}),
+        (r.mapping_of(r.env_name, r.env_value), {"A_1": True, "B": 3}, {"A_1": "1", "B": "3"}),
+        (r.any_mapping, None, {}),
+        (r.resource_name, "accel:a/b-1.0", "accel:a/b-1.0"),
+        (r.requirement, " numpy==2.2.6 ", "numpy==2.2.6"),
+    ],
+)
+def test_a_container_or_an_empty_value_is_kept_normalised(rule, value, kept):
+    result = rule(value)
+    assert result == kept and type(result) is type(kept)
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "what"),
+    [
+        (r.list_of(r.integer(), "ports"), "1,2", "is a str, not a list"),
+        (r.list_of(r.integer()), [1, "x"], "item 2 ('x') is not a whole number"),
+        (r.mapping_of(r.env_name, r.env_value), ["A"], "is a list, not a mapping"),
+        (r.mapping_of(r.env_name, r.env_value), {"1A": "x"}, "key '1A' is not an environment variable name"),
+        (r.mapping_of(r.env_name, r.env_value), {"A": "$HOME"}, "the value of A holds a quote, backslash, '$'"),
+        (r.mapping_of(r.env_name, r.env_value), {"A": None}, "the value of A is a NoneType"),
+        (r.mapping_of(r.env_name, r.env_value), {"A": [1]}, "the value of A is a list"),
+        (r.any_mapping, [1], "is a list, not a mapping"),
+        (r.env_name, 5, "is not an environment variable name"),
+        (r.env_name, "A-B", "is not an environment variable name"),
+        (r.resource_name, 5, "is not a Ray resource name"),
+        (r.resource_name, "1GPU", "is not a Ray resource name"),
+        (r.requirement, 5, "is a int, not a requirement"),
+        (r.requirement, "numpy==2.2.6 --hash=x", "holds a newline or a pip option"),
+        (r.requirement, "numpy>=2", "is not pinned to one exact version"),
+        (r.requirement, "numpy==2.*", "is not pinned to one exact version"),
+        (r.requirement, "numpy==2.2.6,<3", "is not pinned to one exact version"),
+    ],
+)
+def test_a_bad_container_or_item_is_refused_naming_the_item(rule, value, what):
+    assert refused(rule, value).startswith(what)
