@@ -438,3 +438,27 @@ def test_a_container_or_an_empty_value_is_kept_normalised(rule, value, kept):
 )
 def test_a_bad_container_or_item_is_refused_naming_the_item(rule, value, what):
     assert refused(rule, value).startswith(what)
+
+
+def test_a_ray_start_argument_is_one_unmanaged_option():
+    rule = r.ray_argument({"--port": "ray_port"})
+    assert rule("--log-style=record") == "--log-style=record" and rule("--block") == "--block"
+    assert refused(rule, "") == "is empty"
+    assert refused(rule, "-v") == "is not one `ray start` option (--flag or --flag=value)"
+    assert (refused(rule, "--port=7000"), fix_of(rule, "--port=7000")) == (
+        "sets --port, which rlinf-ansible manages",
+        "use ray_port instead",
+    )
+
+
+@pytest.mark.parametrize(("value", "kept"), [(1, 1), ("3", 3), (" 1% ", "1%"), ("100%", "100%")])
+def test_a_join_batch_is_a_count_from_1_or_a_percentage_1_to_100(value, kept):
+    assert r.join_batch(value) == kept
+
+
+@pytest.mark.parametrize(
+    ("value", "what"),
+    [(0, "is outside >= 1"), ("0%", "is not a percentage in 1..100"), ("101%", "is not a percentage in 1..100")],
+)
+def test_a_join_batch_out_of_range_is_refused(value, what):
+    assert refused(r.join_batch, value) == what
