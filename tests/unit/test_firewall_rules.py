@@ -12,6 +12,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.firewall import (
     DEFAULT_CLIENT_PORT,
     DEFAULT_WORKER_RANGE,
     HEAD_FIXED_PORTS,
+    HEAD_PORTS,
     NODE_PORTS,
     FirewallError,
     machine_rules,
@@ -79,6 +80,9 @@ def test_defaults_match_cluster_defaults():
     options = specs["argument_specs"]["main"]["options"]
     for var in [*NODE_PORTS, "ray_client_server_port", "ray_min_worker_port", "ray_max_worker_port"]:
         assert options[var]["default"] == defaults[var], var
+    assert HEAD_PORTS["ray_port"] == defaults["ray_port"]
+    ray_node = yaml.safe_load((ROOT / "roles/ray_node/defaults/main.yml").read_text())
+    assert HEAD_PORTS["ray_node_dashboard_port"] == ray_node["ray_node_dashboard_port"]
 
 
 def test_worker_ports_by_default():
