@@ -238,3 +238,31 @@ def test_a_port_of_another_node_on_the_machine_at_the_end_of_a_worker_range_is_r
         ]
     else:
         assert resolved(groups, hv)["nodes"]["b"]["ports"]["ray_max_worker_port"] == 6378
+
+
+@pytest.mark.parametrize(
+    ("values", "problems_found"),
+    [
+        ("10.0.0.1", ["x='10.0.0.1' must be a list of IPv4 addresses or networks, e.g. [192.0.2.7]."]),
+        (5, ["x=5 must be a list of IPv4 addresses or networks, e.g. [192.0.2.7]."]),
+        (
+            ["fd00::1", "bad", "10.0.0.1"],
+            [
+                "x: 'fd00::1' is IPv6; Ray binds IPv4 node addresses, list IPv4 only.",
+                "x: 'bad' is not an IPv4 address or network; write e.g. 192.0.2.7 or 192.0.2.0/24.",
+            ],
+        ),
+    ],
+)
+def test_bad_sources_are_every_problem_named(values, problems_found):
+    with pytest.raises(FirewallError) as err:
+        sources(values, "x")
+    assert err.value.problems == problems_found
+    assert sources(None, "x") == []
+
+
+def test_the_client_port_is_open_to_the_client_sources_of_the_heads_machine():
+    plan = resolved(hv=hostvars(head={"rlinf_firewall_client_sources": ["198.51.100.7", "198.51.100.0/28"]}))
+    rules = machine_rules(plan, "head")
+    assert (rules["client_ports"], rules["client_sources"]) == (["10001"], ["198.51.100.0/28", "198.51.100.7"])
+    assert machine_rules(plan, "w1")["client_sources"] == []
