@@ -504,3 +504,139 @@ def test_a_resource_declared_as_zero_that_ray_leaves_out_is_not_short():
     nodes, probes = healthy()
     del nodes[2]["Resources"]["CPU"]
     assert run(expected({"w2": {"CPU": 0}}), nodes, probes)["problems"] == []
+
+
+# What the mutation run (tests/mutate.py) found untested: the input normalisers, value by value.
+from ansible_collections.rlinf.cluster.plugins.module_utils import ray_cluster_state as S  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("value", "number"),
+    [
+        (2, 2.0),
+        (" 1.5 ", 1.5),
+        ("x", None),
+        (None, None),
+        (True, None),
+        (float("nan"), None),
+        ("inf", None),
+        ([1], None),
+    ],
+)
+def test_a_resource_amount_is_a_finite_number_or_none(value, number):
+    assert S._number(value) == number
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (2.0, "2"),
+        (0.5, "0.5"),
+        (2.00001, "2.00001"),
+        (1e-06, "1e-06"),
+        (1.9999999, "2"),
+        ("many", "many"),
+        (True, "True"),
+    ],
+)
+def test_an_amount_is_shown_whole_when_it_is_within_a_millionth(value, text):
+    assert format_amount(value) == text
+
+
+@pytest.mark.parametrize(
+    ("version", "short"),
+    [(PY, "3.11.2"), ("3.12", "3.12"), ("CPython 3.11", "CPython"), ("", None), (None, None)],
+)
+def test_the_python_version_is_its_number(version, short):
+    assert short_python_version(version) == short
+
+
+def test_an_expected_node_is_normalised_field_by_field():
+    item = {
+        "name": "w1",
+        "rank": "1",
+        "ip": " 10.0.0.2 ",
+        "temp_dir": "",
+        "python": None,
+        "resources": {"GPU": "2", "CPU": None, "disk": ""},
+        "env": {"A": 1, "B": None},
+    }
+    full = dict(item, name="w2", rank=2.0, temp_dir="/tmp/ray-b", python="/opt/py", resources={}, env={})
+    assert normalize_expected([full, item]) == [
+        {
+            "name": "w1",
+            "rank": 1,
+            "ip": "10.0.0.2",
+            "temp_dir": None,
+            "python": None,
+            "resources": {"GPU": 2.0},
+            "env": {"A": "1"},
+        },
+        {
+            "name": "w2",
+            "rank": 2,
+            "ip": "10.0.0.2",
+            "temp_dir": "/tmp/ray-b",
+            "python": "/opt/py",
+            "resources": {},
+            "env": {},
+        },
+    ]
+
+
+def test_bad_expected_nodes_are_every_problem_named():
+    with pytest.raises(ExpectedNodesError) as err:
+        normalize_expected(
+            [
+                "w9",
+                {"name": "w1", "rank": 1.5, "ip": "10.0.0.2"},
+                {"name": "w2", "rank": 2, "ip": "10.0.0.3", "resources": {"GPU": -1, "CPU": 0}},
+                {"name": "w3", "rank": 3, "ip": "10.0.0.4"},
+                {"name": "w4", "rank": 3, "ip": "10.0.0.4"},
+                {"name": "w4", "rank": 4, "ip": "10.0.0.5"},
+            ]
+        )
+    assert err.value.problems == [
+        "expected_nodes[0]: 'w9' is not a dict with name, rank and ip.",
+        "host 'w1': rank 1.5 is not a whole number; fix rlinf_node_rank.",
+        "host 'w2': expected resource GPU=-1 is not a non-negative number; fix ray_num_gpus or rlinf_gpus_per_node "
+        "in the inventory.",
+        "hosts w4, w4: they share name 'w4'; every Ray node needs its own name.",
+        "hosts w3, w4: they share rank 3; every Ray node needs its own rank.",
+    ]
+
+
+def test_expected_totals_are_non_negative_numbers():
+    assert S.normalize_totals({"GPU": "4", "CPU": 0, "x": None, "y": ""}) == {"GPU": 4.0, "CPU": 0.0}
+    with pytest.raises(ExpectedNodesError) as err:
+        S.normalize_totals({"GPU": -0.5, "CPU": "many"})
+    assert err.value.problems == [
+        "expected total GPU=-0.5 is not a non-negative number; fix ray_check_expected_totals.",
+        "expected total CPU='many' is not a non-negative number; fix ray_check_expected_totals.",
+    ]
+
+
+def test_a_ray_nodes_record_is_read_field_by_field():
+    raw = raw_node("10.0.0.2", "n1", resources={"weird": "x"}, hostname="box")
+    assert S.normalize_node(raw) == {
+        "node_id": "n1",
+        "ip": "10.0.0.2",
+        "port": 40000,
+        "hostname": "box",
+        "state": "ALIVE",
+        "is_head": False,
+        "socket": "/tmp/ray/session_2026_1/sockets/raylet",
+        "resources": {"CPU": 2.0, "memory": 1e9, "object_store_memory": 5e8, "node:10.0.0.2": 1.0, "weird": "x"},
+    }
+    bare = S.normalize_node({"State": "DEAD", "ObjectStoreSocketName": "/tmp/ray-b/s/plasma", "NodeManagerPort": "x"})
+    assert bare == {
+        "node_id": "",
+        "ip": "",
+        "port": None,
+        "hostname": "",
+        "state": "DEAD",
+        "is_head": False,
+        "socket": "/tmp/ray-b/s/plasma",
+        "resources": {},
+    }
+    assert S.normalize_node({"State": "alive"})["state"] == "ALIVE"
