@@ -640,3 +640,54 @@ def test_a_ray_nodes_record_is_read_field_by_field():
         "resources": {},
     }
     assert S.normalize_node({"State": "alive"})["state"] == "ALIVE"
+
+
+def _ids(result):
+    return {name: node["node_id"] for name, node in result["matched"].items()}
+
+
+def _shared(a_temp="/tmp/ray", b_temp="/tmp/ray-b"):
+    return normalize_expected(
+        [
+            {"name": "a", "rank": 1, "ip": "10.0.0.11", "temp_dir": a_temp},
+            {"name": "b", "rank": 2, "ip": "10.0.0.11", "temp_dir": b_temp},
+        ]
+    )
+
+
+def test_without_probes_the_socket_under_its_temp_dir_tells_shared_nodes_apart():
+    nodes = [raw_node("10.0.0.11", "nb", port=40000, temp_dir="/tmp/ray-b"), raw_node("10.0.0.11", "na", port=40001)]
+    assert _ids(match_nodes(_shared(), nodes)) == {"a": "na", "b": "nb"}
+    # a node without a temp dir takes what the others' temp dirs leave
+    assert _ids(match_nodes(_shared(a_temp=None), nodes)) == {"a": "na", "b": "nb"}
+    # a record without a socket path is in no temp dir
+    bare = [dict(n) for n in nodes]
+    for n in bare:
+        del n["RayletSocketName"]
+    assert _ids(match_nodes(_shared(), bare)) == {"a": "nb", "b": "na"}
+
+
+def test_the_rank_a_node_reads_beats_its_temp_dir_and_an_answering_node_beats_a_silent_one():
+    nodes = [raw_node("10.0.0.11", "n1", port=40000), raw_node("10.0.0.11", "n2", port=40001, temp_dir="/tmp/ray-b")]
+    ranks = {"n1": {"env": {"RLINF_NODE_RANK": "2"}}, "n2": {"env": {"RLINF_NODE_RANK": "1"}}}
+    assert _ids(match_nodes(_shared(), nodes, ranks)) == {"a": "n2", "b": "n1"}
+    one = normalize_expected([{"name": "a", "rank": 1, "ip": "10.0.0.11", "temp_dir": "/tmp/ray"}])
+    answers = {"n1": {"error": "the task did not finish within 60 s"}, "n2": {"env": {}}}
+    result = match_nodes(one, nodes, answers)
+    assert _ids(result) == {"a": "n2"} and [n["node_id"] for n in result["extra"]] == ["n1"]
+
+
+def test_a_missing_host_ray_lists_dead_is_marked_dead():
+    exp = normalize_expected(
+        [{"name": "w1", "rank": 1, "ip": "10.0.0.11"}, {"name": "w2", "rank": 2, "ip": "10.0.0.12"}]
+    )
+    result = match_nodes(exp, [raw_node("10.0.0.11", "x", alive=False)])
+    assert result["dead"] == {"w1": True}
+    assert [e["name"] for e in result["missing"]] == ["w1", "w2"]
+
+
+def test_alive_nodes_are_sorted_by_address_then_port():
+    nodes = [raw_node("10.0.0.11", "a", port=40001), raw_node("10.0.0.11", "b", port=40000)]
+    unknown_port = raw_node("10.0.0.11", "z", port=None)
+    one = raw_node("10.0.0.11", "c", port=1)
+    assert [n["node_id"] for n in S.alive_nodes([*nodes, one, unknown_port])] == ["z", "c", "b", "a"]
