@@ -691,3 +691,38 @@ def test_alive_nodes_are_sorted_by_address_then_port():
     unknown_port = raw_node("10.0.0.11", "z", port=None)
     one = raw_node("10.0.0.11", "c", port=1)
     assert [n["node_id"] for n in S.alive_nodes([*nodes, one, unknown_port])] == ["z", "c", "b", "a"]
+
+
+def test_a_rank_0_with_exactly_one_cpu_is_enough_and_a_declared_cpu_count_is_judged_as_declared():
+    nodes, probes = healthy({"n0": {"CPU": 1.0}})
+    assert run(expected(), nodes, probes)["ok"]
+    nodes, probes = healthy({"n0": {"CPU": 0.0}})
+    (problem,) = run(expected({"head": {"CPU": 2}}), nodes, probes)["problems"]
+    assert problem.startswith("host 'head' (rank 0, 10.0.0.10): Ray reports CPU=0 on this node but the inventory")
+
+
+def test_a_resource_exactly_as_expected_passes_per_node_and_in_total():
+    nodes, probes = healthy({"n1": {"GPU": 4.0}, "n2": {"GPU": 4.0}})
+    result = run(expected({"w1": {"GPU": 4}, "w2": {"GPU": 4}}), nodes, probes, expected_totals={"GPU": 8})
+    assert result["ok"], result["problems"]
+    assert [n["expected_resources"] for n in result["nodes"]] == [{}, {"GPU": 4.0}, {"GPU": 4.0}]
+
+
+def test_an_explicit_total_is_reported_even_when_a_node_explains_its_shortfall():
+    nodes, probes = healthy({"n1": {"GPU": 2.0}})
+    result = run(expected({"w1": {"GPU": 4}}), nodes, probes, expected_totals={"GPU": 4})
+    assert len(result["problems"]) == 2
+    assert result["problems"][1].startswith("cluster at 10.0.0.10:6379: Ray reports 2 GPU in total")
+
+
+def test_a_custom_resource_missing_everywhere_says_no_such_key():
+    nodes, probes = healthy()
+    (problem,) = run(expected({"w1": {"robot": 1}}), nodes, probes)["problems"]
+    assert "Ray reports no 'robot'; pass --resources to ray start on 'w1'" in problem
+
+
+def test_a_failed_probe_is_left_out_of_the_consistency_checks():
+    nodes, probes = healthy()
+    probes["n2"] = {"error": "timeout", "ray_version": "2.0.0"}
+    result = run(expected(), nodes, probes)
+    assert not [p for p in result["problems"] if "ray_version" in p or "Ray version" in p], result["problems"]
