@@ -726,3 +726,15 @@ def test_a_failed_probe_is_left_out_of_the_consistency_checks():
     probes["n2"] = {"error": "timeout", "ray_version": "2.0.0"}
     result = run(expected(), nodes, probes)
     assert not [p for p in result["problems"] if "ray_version" in p or "Ray version" in p], result["problems"]
+
+
+def test_the_summary_line_counts_and_names_what_it_found():
+    nodes, probes = healthy({"n1": {"GPU": 2.0}})
+    assert run(expected(), nodes, probes)["summary"] == (
+        "OK: 3/3 nodes ALIVE at 10.0.0.10:6379, ranks 0-2 match the inventory, Ray 2.60.0, Python 3.11.2, "
+        "6 CPUs, 2 GPUs"
+    )
+    result = run(expected(), nodes[:2], probes)
+    assert result["summary"] == "FAILED: 2/3 expected nodes ALIVE at 10.0.0.10:6379, 1 missing, 0 extra, 1 problem"
+    assert S._name_of(result["problems"][0]) == "w2"
+    assert S._name_of("cluster at x: Ray reports") is None
