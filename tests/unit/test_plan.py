@@ -753,3 +753,47 @@ def test_the_env_file_and_unit_restart_ray_the_profile_and_record_do_not():
     ]
     contents = "".join(f["content"] for f in w1["files"]).encode()
     assert w1["files_digest"] == hashlib.sha256(contents).hexdigest()[:16]
+
+
+def test_a_cluster_wide_mapping_written_in_another_key_order_is_the_same_value():
+    hv = hostvars(h={"ray_check_expected_totals": {"GPU": 2, "CPU": 4}})
+    hv["w1"]["ray_check_expected_totals"] = {"CPU": 4, "GPU": 2}
+    hv["w2"]["ray_check_expected_totals"] = {"GPU": 2, "CPU": 4}
+    assert P.static_plan(GROUPS, hv)["order"] == ["h", "w1", "w2"]
+    hv["w2"]["ray_check_expected_totals"] = {"GPU": 1, "CPU": 4}
+    assert problems_of(lambda: P.static_plan(GROUPS, hv)) == [
+        'ray_check_expected_totals differs between hosts: h, w1 = {"CPU": 4, "GPU": 2}; w2 = {"CPU": 4, "GPU": 1}; '
+        "it must be one value for the whole cluster (set it in group_vars/all)."
+    ]
+
+
+def test_the_overlays_network_settings_are_one_value_for_every_member():
+    assert problems_of(lambda: P.static_plan(EASYTIER_GROUPS, overlay_hostvars(easytier_network_name="other"))) == [
+        'easytier_network_name differs between hosts: h, w2 = "lab"; w1 = "other"; it must be one value for the '
+        "whole cluster (set it in group_vars/all)."
+    ]
+
+
+def test_two_members_on_one_overlay_address_are_refused_naming_both():
+    hv = overlay_hostvars(easytier_ipv4="10.144.0.9")
+    hv["w2"]["easytier_ipv4"] = "10.144.0.9"
+    assert problems_of(lambda: P.static_plan(EASYTIER_GROUPS, hv)) == [
+        "hosts w1, w2: they share the overlay address 10.144.0.9; every member needs its own easytier_ipv4 "
+        "(derived addresses follow inventory position)."
+    ]
+
+
+def test_a_typo_on_a_bootstrap_only_member_is_named():
+    groups = dict(GROUPS, easytier_bootstrap=["b0"])
+    hv = overlay_hostvars()
+    hv["b0"] = {**hv["w2"], "ansible_host": "203.0.113.5", "rlinf_venv_dri": "/x"}
+    assert problems_of(lambda: P.static_plan(groups, hv)) == [
+        "host 'b0': rlinf_venv_dri is not a variable of rlinf.cluster and nothing reads it; did you mean "
+        "rlinf_venv_dir? Rename it, or list it in rlinf_user_vars if it is a variable of yours."
+    ]
+
+
+def test_a_run_setting_is_read_on_the_head_alone():
+    # -e reaches every host; a run setting a worker's host_vars holds is not this run's
+    plan = P.static_plan(GROUPS, hostvars(w1={"teardown_purge": "maybe"}), {"purpose": "teardown"})
+    assert plan["run"]["teardown_purge"] is False
