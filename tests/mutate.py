@@ -76,8 +76,8 @@ COVER: dict[str, list[str]] = {
     MU + "render.py": ["test_render.py", "test_ray_unit_sandbox.py", "test_plan.py"],
     MU + "ray_cluster_state.py": ["test_ray_cluster_state.py"],
     MU + "restarts.py": ["test_ray_node_restart.py", "test_plan_day2.py", "test_restart_guard.py"],
-    MU + "node_files.py": ["test_owned_files.py", "test_node_state.py"],
-    "plugins/modules/owned_files.py": ["test_owned_files.py"],
+    MU + "node_files.py": ["test_node_files.py", "test_owned_files.py", "test_node_state.py"],
+    "plugins/modules/owned_files.py": ["test_owned_files.py", "test_node_files.py"],
 }
 
 # The share of each file's sites that runs (1.0: all), so that the whole run stays near ten
