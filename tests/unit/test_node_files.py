@@ -107,3 +107,31 @@ def test_removing_a_trees_files_removes_its_bytecode_and_empty_directories_never
     (root / "keep").mkdir(parents=True)
     (root / "keep" / "mine").write_text("")
     assert F.remove_tree_files(str(root), []) == ([], False)
+
+
+def test_the_bytecode_of_a_module_that_stays_keeps_the_tree_and_a_stray_pyc_is_a_file_like_any(tmp_path):
+    (tmp_path / "pkg" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "pkg" / "keep.py").write_text("")
+    (tmp_path / "pkg" / "__pycache__" / "keep.cpython-311.pyc").write_bytes(b"")
+    assert F.tree_would_remain(str(tmp_path), ["pkg/keep.py"]) is False
+    assert F.tree_would_remain(str(tmp_path), ["pkg/__pycache__/keep.cpython-311.pyc"]) is True  # keep.py stays
+    stray = tmp_path / "other"
+    stray.mkdir()
+    (stray / "lost.pyc").write_bytes(b"")  # not in a __pycache__: not a module's cache
+    assert F.tree_would_remain(str(stray), []) is True
+
+
+def test_a_failed_write_leaves_no_temporary_file_and_raises(tmp_path):
+    with pytest.raises(TypeError):
+        F.write_atomic(str(tmp_path / "f"), "not bytes", 0o644)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_write_atomic_sets_the_owner_and_group_it_is_given_and_keeps_the_other(tmp_path):
+    F.write_atomic(str(tmp_path / "u"), b"x", 0o644, uid=12345)
+    F.write_atomic(str(tmp_path / "g"), b"x", 0o644, gid=23456)
+    F.write_atomic(str(tmp_path / "n"), b"x", 0o644)
+    u, g, n = ((tmp_path / name).stat() for name in "ugn")
+    assert (u.st_uid, u.st_gid) == (12345, n.st_gid)
+    assert (g.st_uid, g.st_gid) == (n.st_uid, 23456)
