@@ -135,3 +135,16 @@ def test_write_atomic_sets_the_owner_and_group_it_is_given_and_keeps_the_other(t
     u, g, n = ((tmp_path / name).stat() for name in "ugn")
     assert (u.st_uid, u.st_gid) == (12345, n.st_gid)
     assert (g.st_uid, g.st_gid) == (n.st_uid, 23456)
+
+
+def test_removing_a_trees_files_keeps_the_bytecode_of_a_module_that_stays(tmp_path):
+    root = tmp_path / "tree"
+    (root / "pkg" / "__pycache__").mkdir(parents=True)
+    for name in ("mod", "keep"):
+        (root / "pkg" / f"{name}.py").write_text("")
+        (root / "pkg" / "__pycache__" / f"{name}.cpython-311.pyc").write_bytes(b"")
+    (root / "pkg" / "__pycache__" / "notes.txt").write_text("")
+    removed, gone = F.remove_tree_files(str(root), ["pkg/mod.py"])
+    assert removed == [str(root / "pkg" / "mod.py"), str(root / "pkg" / "__pycache__" / "mod.cpython-311.pyc")]
+    assert gone is False
+    assert sorted(os.listdir(root / "pkg" / "__pycache__")) == ["keep.cpython-311.pyc", "notes.txt"]

@@ -284,3 +284,38 @@ def test_the_logged_invocation_masks_each_secret_value_listed(tree, monkeypatch,
     assert result["changed"] and logged
     assert (secret in " ".join(logged)) is not listed, logged
     assert secret not in json.dumps(result)
+
+
+def test_a_secret_files_content_is_masked_whole_in_the_logged_invocation(tree, monkeypatch):
+    from ansible.module_utils import basic
+
+    logged = []
+    monkeypatch.setattr(basic.AnsibleModule, "log", lambda self, msg, log_args=None: logged.append(msg))
+    assert present(tree, token="s3cretT0kenValue")["changed"]
+    assert logged and "s3cretT0kenValue" not in " ".join(logged)
+    assert tree["env"] in " ".join(logged)  # the paths stay readable
+
+
+@pytest.mark.parametrize("missing", ["path", "content"])
+def test_a_file_without_its_path_or_content_is_refused_naming_it(tree, missing):
+    spec = {k: v for k, v in {"path": tree["env"], "content": "A='1'\n"}.items() if k != missing}
+    for key in ("files", "secret_files"):
+        result = run({"manifest": tree["manifest"], key: [spec]})
+        assert result == {"msg": f"missing required arguments: {missing} found in {key}"}
+
+
+def test_a_file_restarts_and_reloads_nothing_unless_it_says_so(tree):
+    result = run({"manifest": tree["manifest"], "files": [{"path": tree["env"], "content": "A='1'\n"}]})
+    assert result["changed"] and (result["restart"], result["reload"]) == (False, False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_an_owner_and_group_are_a_number_or_a_name(tree):
+    spec = {"path": tree["env"], "content": "A='1'\n", "owner": "12345", "group": "root"}
+    assert run({"manifest": tree["manifest"], "files": [spec]})["changed"]
+    st = os.stat(tree["env"])
+    assert (st.st_uid, st.st_gid) == (12345, 0)
+    spec = dict(spec, owner="root", group="23456")
+    assert run({"manifest": tree["manifest"], "files": [spec]})["changed_paths"] == [tree["env"]]
+    st = os.stat(tree["env"])
+    assert (st.st_uid, st.st_gid) == (0, 23456)
