@@ -319,3 +319,28 @@ def test_an_owner_and_group_are_a_number_or_a_name(tree):
     assert run({"manifest": tree["manifest"], "files": [spec]})["changed_paths"] == [tree["env"]]
     st = os.stat(tree["env"])
     assert (st.st_uid, st.st_gid) == (0, 23456)
+
+
+def test_two_files_in_one_new_directory_record_it_once_in_check_mode(tree):
+    files = [{"path": tree["env"], "content": "A\n"}, {"path": str(tree["root"] / "etc" / "b"), "content": "B\n"}]
+    result = run({"manifest": tree["manifest"], "files": files}, check=True)
+    assert result["created"].count(str(tree["root"] / "etc")) == 1
+
+
+def test_new_directories_get_dir_mode(tree):
+    old = os.umask(0o022)
+    try:
+        run({"manifest": tree["manifest"], "files": [{"path": tree["unit"], "content": "x\n"}], "dir_mode": "0750"})
+    finally:
+        os.umask(old)
+    assert oct(os.stat(tree["root"] / "units").st_mode & 0o7777) == "0o750"
+
+
+def test_a_file_under_our_project_directories_is_an_earlier_install_taken_over(tree, monkeypatch):
+    monkeypatch.setattr(mod, "PROJECT_DIRS", (str(tree["root"] / "etc"),))
+    os.makedirs(os.path.dirname(tree["env"]))
+    with open(tree["env"], "w") as handle:
+        handle.write("A='0'\n")  # no header: an install before headers
+    result = run({"manifest": tree["manifest"], "files": [{"path": tree["env"], "content": "A='1'\n"}]})
+    assert result["changed_paths"] == [tree["env"]]
+    assert tree["env"] in [e["path"] for e in read_manifest(tree["manifest"])]
