@@ -344,3 +344,45 @@ def test_a_file_under_our_project_directories_is_an_earlier_install_taken_over(t
     result = run({"manifest": tree["manifest"], "files": [{"path": tree["env"], "content": "A='1'\n"}]})
     assert result["changed_paths"] == [tree["env"]]
     assert tree["env"] in [e["path"] for e in read_manifest(tree["manifest"])]
+
+
+def test_an_unrecorded_file_with_our_header_and_the_same_content_is_recorded_unchanged(tree):
+    earlier = tree["root"] / "old.service"
+    text = "# Managed by rlinf-ansible (rlinf.cluster.ray_node)\n[Unit]\n"
+    earlier.write_text(text)
+    earlier.chmod(0o644)
+    result = run({"manifest": tree["manifest"], "files": [{"path": str(earlier), "content": text}]})
+    assert result["changed_paths"] == [] and result["created"][-1] == str(earlier)
+    assert str(earlier) in [e["path"] for e in read_manifest(tree["manifest"])]
+
+
+def test_a_recorded_file_that_became_a_dangling_link_is_written_again_with_an_empty_before(tree):
+    present(tree)
+    os.unlink(tree["env"])
+    os.symlink(str(tree["root"] / "nowhere"), tree["env"])
+    result = run({"manifest": tree["manifest"], "files": [{"path": tree["env"], "content": "A='1'\n"}]}, diff=True)
+    assert result["diff"][0]["before"] == "" and result["changed_paths"] == [tree["env"]]
+    assert not os.path.islink(tree["env"])
+
+
+@pytest.mark.parametrize(
+    "spec", [{"path": "rel/dir", "kind": "tree"}, {"path": "/x", "kind": "socket"}, {"kind": "file"}]
+)
+def test_a_record_without_an_absolute_path_or_a_known_kind_is_refused(tree, spec):
+    result = run({"manifest": tree["manifest"], "record": [spec]})
+    assert result["msg"] == f"record: {spec!r} needs an absolute path and a kind of file, dir, tree, venv."
+
+
+def test_a_recorded_tree_keeps_its_file_list_readable_and_a_recorded_file_none(tree):
+    venv = tree["root"] / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("")
+    plain = tree["root"] / "plain"
+    plain.write_text("")
+    run({"manifest": tree["manifest"], "record": [{"path": str(plain), "kind": "file"}]})
+    assert not os.path.exists(tree["manifest"] + ".d")
+    run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "tree"}]})
+    listing = side_file(tree["manifest"], str(venv))
+    with open(listing) as handle:
+        assert handle.read() == "bin/python\n"
+    assert oct(os.stat(listing).st_mode & 0o777) == "0o644"
