@@ -386,3 +386,11 @@ def test_a_recorded_tree_keeps_its_file_list_readable_and_a_recorded_file_none(t
     with open(listing) as handle:
         assert handle.read() == "bin/python\n"
     assert oct(os.stat(listing).st_mode & 0o777) == "0o644"
+
+
+def test_remove_leaves_a_directory_and_a_missing_path_alone(tree):
+    present(tree)
+    etc = str(tree["root"] / "etc")
+    result = run({"manifest": tree["manifest"], "remove": [{"path": etc}, {"path": etc + "/gone"}, {"path": 5}]})
+    assert (result["changed"], result["changed_paths"]) == (False, [])
+    assert os.path.isdir(etc) and etc in [e["path"] for e in read_manifest(tree["manifest"])]
