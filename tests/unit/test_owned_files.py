@@ -394,3 +394,29 @@ def test_remove_leaves_a_directory_and_a_missing_path_alone(tree):
     result = run({"manifest": tree["manifest"], "remove": [{"path": etc}, {"path": etc + "/gone"}, {"path": 5}]})
     assert (result["changed"], result["changed_paths"]) == (False, [])
     assert os.path.isdir(etc) and etc in [e["path"] for e in read_manifest(tree["manifest"])]
+
+
+def test_remove_says_it_changed_and_asks_for_a_reload_when_told(tree):
+    present(tree)
+    result = run({"manifest": tree["manifest"], "remove": [{"path": tree["unit"], "reload": True}]})
+    assert (result["changed"], result["restart"], result["reload"]) == (True, False, True)
+
+
+def test_the_manifest_is_written_readable_even_by_a_run_that_creates_nothing(tree):
+    result = run({"manifest": tree["manifest"]})
+    assert result["changed"] is False
+    # only the manifest's own directories, so that purge removes them after it
+    assert [e["path"] for e in read_manifest(tree["manifest"])] == [
+        str(tree["root"] / "etc"),
+        str(tree["root"] / "etc" / "state"),
+    ]
+    assert oct(os.stat(tree["manifest"]).st_mode & 0o777) == "0o644"
+
+
+def test_purge_passes_over_recorded_paths_that_are_gone_already(tree):
+    present(tree)
+    os.unlink(tree["unit"])
+    os.rmdir(tree["root"] / "units")
+    result = run({"manifest": tree["manifest"], "state": "absent"})
+    assert tree["unit"] not in result["changed_paths"] and str(tree["root"] / "units") not in result["changed_paths"]
+    assert tree["env"] in result["changed_paths"] and not os.path.exists(tree["env"])
