@@ -420,3 +420,25 @@ def test_purge_passes_over_recorded_paths_that_are_gone_already(tree):
     result = run({"manifest": tree["manifest"], "state": "absent"})
     assert tree["unit"] not in result["changed_paths"] and str(tree["root"] / "units") not in result["changed_paths"]
     assert tree["env"] in result["changed_paths"] and not os.path.exists(tree["env"])
+
+
+def test_a_recorded_venv_replaced_by_a_link_is_left_with_what_it_points_to(tree):
+    venv = make_venv(tree["root"])
+    present(tree)
+    run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "venv"}]})
+    elsewhere = tree["root"] / "elsewhere"
+    venv.rename(elsewhere)
+    os.symlink(str(elsewhere), str(venv))
+    result = run({"manifest": tree["manifest"], "state": "absent"})
+    assert str(venv) not in result["changed_paths"] and (elsewhere / "pyvenv.cfg").exists()
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_purge_drops_the_manifest_where_its_directory_stays(tree, check):
+    present(tree)
+    state_dir = os.path.dirname(tree["manifest"])
+    with open(os.path.join(state_dir, "operator.txt"), "w") as handle:
+        handle.write("mine")
+    result = run({"manifest": tree["manifest"], "state": "absent"}, check=check)
+    assert result["changed_paths"][-1] == tree["manifest"] and state_dir in result["kept"]
+    assert os.path.exists(tree["manifest"]) is check
