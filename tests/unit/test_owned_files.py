@@ -442,3 +442,14 @@ def test_purge_drops_the_manifest_where_its_directory_stays(tree, check):
     result = run({"manifest": tree["manifest"], "state": "absent"}, check=check)
     assert result["changed_paths"][-1] == tree["manifest"] and state_dir in result["kept"]
     assert os.path.exists(tree["manifest"]) is check
+
+
+def test_a_tree_whose_file_list_is_lost_is_kept_whole(tree):
+    data = tree["root"] / "wheels"
+    data.mkdir()
+    (data / "a.whl").write_text("w")
+    present(tree)
+    run({"manifest": tree["manifest"], "record": [{"path": str(data), "kind": "tree"}]})
+    os.unlink(side_file(tree["manifest"], str(data)))
+    result = run({"manifest": tree["manifest"], "state": "absent"})
+    assert str(data) in result["kept"] and (data / "a.whl").read_text() == "w"
