@@ -453,3 +453,22 @@ def test_a_tree_whose_file_list_is_lost_is_kept_whole(tree):
     os.unlink(side_file(tree["manifest"], str(data)))
     result = run({"manifest": tree["manifest"], "state": "absent"})
     assert str(data) in result["kept"] and (data / "a.whl").read_text() == "w"
+
+
+def test_the_manifest_is_required():
+    assert run({"files": []}) == {"msg": "missing required arguments: manifest"}
+
+
+@pytest.mark.parametrize(
+    ("files", "names"),
+    [
+        (
+            ["lib/python3.11/site-packages/torch/__init__.py", "lib/python3.11/site-packages/six.py"],
+            ["six.py", "torch"],
+        ),
+        (["lib/python3.11/site-packages", "share/x", "bin/tool"], ["bin", "lib", "share"]),
+        (["lib/python3.11/other/x.py"], ["lib"]),
+    ],
+)
+def test_what_a_venv_gained_is_named_by_package_else_by_top_directory(files, names):
+    assert mod.installed_since(files) == names
