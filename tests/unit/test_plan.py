@@ -797,3 +797,12 @@ def test_a_run_setting_is_read_on_the_head_alone():
     # -e reaches every host; a run setting a worker's host_vars holds is not this run's
     plan = P.static_plan(GROUPS, hostvars(w1={"teardown_purge": "maybe"}), {"purpose": "teardown"})
     assert plan["run"]["teardown_purge"] is False
+
+
+def test_without_a_topology_the_plan_stops_after_the_inventorys_own_problems():
+    # Nodes, ports and the cluster's code sync are judged only once there is a head and ranks.
+    hv = all_hosts(rlinf_code_sync="rsync")
+    groups = {"ray_head": [], "ray_workers": ["h", "w1", "w2"]}
+    assert problems_of(lambda: P.static_plan(groups, hv)) == [
+        "inventory: group 'ray_head' is missing or empty; put exactly one host in 'ray_head'."
+    ]
