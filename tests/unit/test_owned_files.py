@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -315,10 +316,10 @@ def test_an_owner_and_group_are_a_number_or_a_name(tree):
     assert run({"manifest": tree["manifest"], "files": [spec]})["changed"]
     st = os.stat(tree["env"])
     assert (st.st_uid, st.st_gid) == (12345, 0)
-    spec = dict(spec, owner="root", group="23456")
+    spec = dict(spec, owner="nobody", group="23456")
     assert run({"manifest": tree["manifest"], "files": [spec]})["changed_paths"] == [tree["env"]]
     st = os.stat(tree["env"])
-    assert (st.st_uid, st.st_gid) == (0, 23456)
+    assert (st.st_uid, st.st_gid) == (pwd.getpwnam("nobody").pw_uid, 23456)
 
 
 def test_two_files_in_one_new_directory_record_it_once_in_check_mode(tree):
