@@ -350,6 +350,7 @@ def main() -> int:
             finally:
                 write(target, original, stamp + 1)
             rows.append((rel, total, len(chosen), counts))
+            print(f"{rel}: {len(chosen)} mutants in {time.monotonic() - t0:.0f}s, {counts}", flush=True)
     elapsed = time.monotonic() - started
 
     head = f"{'file':44} {'sites':>5} {'ran':>5} {'killed':>6} {'survived':>8} {'equiv':>5} {'timeout':>7}"
