@@ -24,7 +24,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help venv lock host image lab-up lab lab-down status teardown test lint lint-static sanity unit controller test-lab test-lab-2 lab-durations \
 	molecule \
-	test-fleet scenarios bench generate clean
+	test-fleet scenarios bench generate mutate clean
 
 help:
 	@echo "make lab        build the controller venv and the $(LAB_NODES)-node lab, run site.yml, print status"
@@ -34,6 +34,7 @@ help:
 	@echo "make unit       fast tests of pure logic, no hosts, no playbooks"
 	@echo "make sanity     ansible-test sanity on the built collection (part of make lint; needs PyPI only)"
 	@echo "make generate   write docs/plan.schema.json from the typed plan (make unit fails when it is stale)"
+	@echo "make mutate     mutation run over the plan, rules, firewall, render, restart and owned-files logic (~10 min, one core)"
 	@echo "make controller playbooks and tools run on the controller alone (the built artifact, docs, the refusals), no hosts"
 	@echo "make test-fleet trixie hosts, a non-root SSH user with sudo, a management and a data NIC, on a lab of its own"
 
@@ -117,6 +118,10 @@ generate: venv
 
 controller: venv
 	$(BIN)/pytest -q tests/controller
+
+# Mutation testing (tests/mutate.py, CONTRIBUTING.md "Mutation testing"): one core, niced, fails below 95%.
+mutate: venv
+	nice -n 15 $(BIN)/python tests/mutate.py
 
 test-lab: lab-up
 	$(BIN)/pytest -m "lab and not scenario" -q tests/integration

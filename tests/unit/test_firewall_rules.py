@@ -11,6 +11,7 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.firewall import (
     DEFAULT_CLIENT_PORT,
     DEFAULT_WORKER_RANGE,
     HEAD_FIXED_PORTS,
+    HEAD_PORTS,
     NODE_PORTS,
     FirewallError,
     machine_rules,
@@ -79,6 +80,9 @@ def test_defaults_match_cluster_defaults():
     options = specs["argument_specs"]["main"]["options"]
     for var in [*NODE_PORTS, "ray_client_server_port", "ray_min_worker_port", "ray_max_worker_port"]:
         assert options[var]["default"] == defaults[var], var
+    assert HEAD_PORTS["ray_port"] == defaults["ray_port"]
+    ray_node = yaml.safe_load((ROOT / "roles/ray_node/defaults/main.yml").read_text())
+    assert HEAD_PORTS["ray_node_dashboard_port"] == ray_node["ray_node_dashboard_port"]
 
 
 def test_worker_ports_by_default():
@@ -185,3 +189,80 @@ def test_shared_machine_needs_distinct_ports():
 def test_problems_collect_every_host():
     found = problems(hv=hostvars(w1={"ray_node_manager_port": 80}, w2={"ray_min_worker_port": "x"}))
     assert any(s.startswith("host 'w1'") for s in found) and any(s.startswith("host 'w2'") for s in found)
+
+
+# The port boundaries: a worker range is inclusive at both ends, a port is 1024..65535 inclusive.
+@pytest.mark.parametrize("port", [10002, 19999])
+def test_a_port_on_either_end_of_the_worker_range_lies_in_it(port):
+    found = problems(hv=hostvars(w1={"ray_node_manager_port": port}))
+    assert f"host 'w1': ray_node_manager_port={port} lies in the worker port range 10002-19999; " in " ".join(found)
+
+
+@pytest.mark.parametrize("port", [10001, 20000])
+def test_a_port_just_outside_the_worker_range_is_accepted(port):
+    node = resolved(hv=hostvars(w1={"ray_node_manager_port": port}))["nodes"]["w1"]
+    assert node["ports"]["ray_node_manager_port"] == port
+    assert f"--node-manager-port={port}" in node["ray_args"]
+
+
+def test_a_range_of_one_port_is_not_reversed_and_is_one_element():
+    node = resolved(hv=hostvars(w1={"ray_min_worker_port": 20000, "ray_max_worker_port": 20000}))["nodes"]["w1"]
+    assert node_ports(node)["workers"] == (20000, 20000)
+    assert nft_ports(node_ports(node))[-1] == "20000"
+
+
+@pytest.mark.parametrize(("port", "ok"), [(1023, False), (1024, True), (65535, True), (65536, False)])
+def test_a_pinned_port_is_1024_to_65535_inclusive(port, ok):
+    hv = hostvars(w1={"ray_node_manager_port": port})
+    if ok:
+        assert resolved(hv=hv)["nodes"]["w1"]["ports"]["ray_node_manager_port"] == port
+    else:
+        found = problems(hv=hv)
+        assert any(
+            s.startswith("host 'w1'") and f"ray_node_manager_port={port} is outside 1024..65535" in s for s in found
+        ), found
+
+
+@pytest.mark.parametrize(("b_high", "refused"), [(6379, True), (6378, False)])
+def test_a_port_of_another_node_on_the_machine_at_the_end_of_a_worker_range_is_refused(b_high, refused):
+    groups = {"ray_head": ["head"], "ray_workers": ["w1", "w2", "b"]}
+    b_ports = {var: 7380 + i for i, var in enumerate(NODE_PORTS)}
+    hv = hostvars(
+        b={**SHARED, **b_ports, "ray_min_worker_port": 5000, "ray_max_worker_port": b_high},
+        head={"rlinf_gpus_per_node": 0},
+    )
+    if refused:
+        assert problems(groups, hv) == [
+            "hosts head, b: port 6379 of head lies in b's worker range 5000-6379 on machine 192.0.2.10; "
+            "move one of them."
+        ]
+    else:
+        assert resolved(groups, hv)["nodes"]["b"]["ports"]["ray_max_worker_port"] == 6378
+
+
+@pytest.mark.parametrize(
+    ("values", "problems_found"),
+    [
+        ("10.0.0.1", ["x='10.0.0.1' must be a list of IPv4 addresses or networks, e.g. [192.0.2.7]."]),
+        (5, ["x=5 must be a list of IPv4 addresses or networks, e.g. [192.0.2.7]."]),
+        (
+            ["fd00::1", "bad", "10.0.0.1"],
+            [
+                "x: 'fd00::1' is IPv6; Ray binds IPv4 node addresses, list IPv4 only.",
+                "x: 'bad' is not an IPv4 address or network; write e.g. 192.0.2.7 or 192.0.2.0/24.",
+            ],
+        ),
+    ],
+)
+def test_bad_sources_are_every_problem_named(values, problems_found):
+    with pytest.raises(FirewallError) as err:
+        sources(values, "x")
+    assert err.value.problems == problems_found
+    assert sources(None, "x") == []
+
+
+def test_the_client_port_is_open_to_the_client_sources_of_the_heads_machine():
+    plan = resolved(hv=hostvars(head={"rlinf_firewall_client_sources": ["198.51.100.7", "198.51.100.0/28"]}))
+    rules = machine_rules(plan, "head")
+    assert (rules["client_ports"], rules["client_sources"]) == (["10001"], ["198.51.100.0/28", "198.51.100.7"])
+    assert machine_rules(plan, "w1")["client_sources"] == []

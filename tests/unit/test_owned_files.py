@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -284,3 +285,191 @@ def test_the_logged_invocation_masks_each_secret_value_listed(tree, monkeypatch,
     assert result["changed"] and logged
     assert (secret in " ".join(logged)) is not listed, logged
     assert secret not in json.dumps(result)
+
+
+def test_a_secret_files_content_is_masked_whole_in_the_logged_invocation(tree, monkeypatch):
+    from ansible.module_utils import basic
+
+    logged = []
+    monkeypatch.setattr(basic.AnsibleModule, "log", lambda self, msg, log_args=None: logged.append(msg))
+    assert present(tree, token="s3cretT0kenValue")["changed"]
+    assert logged and "s3cretT0kenValue" not in " ".join(logged)
+    assert tree["env"] in " ".join(logged)  # the paths stay readable
+
+
+@pytest.mark.parametrize("missing", ["path", "content"])
+def test_a_file_without_its_path_or_content_is_refused_naming_it(tree, missing):
+    spec = {k: v for k, v in {"path": tree["env"], "content": "A='1'\n"}.items() if k != missing}
+    for key in ("files", "secret_files"):
+        result = run({"manifest": tree["manifest"], key: [spec]})
+        assert result == {"msg": f"missing required arguments: {missing} found in {key}"}
+
+
+def test_a_file_restarts_and_reloads_nothing_unless_it_says_so(tree):
+    result = run({"manifest": tree["manifest"], "files": [{"path": tree["env"], "content": "A='1'\n"}]})
+    assert result["changed"] and (result["restart"], result["reload"]) == (False, False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_an_owner_and_group_are_a_number_or_a_name(tree):
+    spec = {"path": tree["env"], "content": "A='1'\n", "owner": "12345", "group": "root"}
+    assert run({"manifest": tree["manifest"], "files": [spec]})["changed"]
+    st = os.stat(tree["env"])
+    assert (st.st_uid, st.st_gid) == (12345, 0)
+    spec = dict(spec, owner="nobody", group="23456")
+    assert run({"manifest": tree["manifest"], "files": [spec]})["changed_paths"] == [tree["env"]]
+    st = os.stat(tree["env"])
+    assert (st.st_uid, st.st_gid) == (pwd.getpwnam("nobody").pw_uid, 23456)
+
+
+def test_two_files_in_one_new_directory_record_it_once_in_check_mode(tree):
+    files = [{"path": tree["env"], "content": "A\n"}, {"path": str(tree["root"] / "etc" / "b"), "content": "B\n"}]
+    result = run({"manifest": tree["manifest"], "files": files}, check=True)
+    assert result["created"].count(str(tree["root"] / "etc")) == 1
+
+
+def test_new_directories_get_dir_mode(tree):
+    old = os.umask(0o022)
+    try:
+        run({"manifest": tree["manifest"], "files": [{"path": tree["unit"], "content": "x\n"}], "dir_mode": "0750"})
+    finally:
+        os.umask(old)
+    assert oct(os.stat(tree["root"] / "units").st_mode & 0o7777) == "0o750"
+
+
+def test_a_file_under_our_project_directories_is_an_earlier_install_taken_over(tree, monkeypatch):
+    monkeypatch.setattr(mod, "PROJECT_DIRS", (str(tree["root"] / "etc"),))
+    os.makedirs(os.path.dirname(tree["env"]))
+    with open(tree["env"], "w") as handle:
+        handle.write("A='0'\n")  # no header: an install before headers
+    result = run({"manifest": tree["manifest"], "files": [{"path": tree["env"], "content": "A='1'\n"}]})
+    assert result["changed_paths"] == [tree["env"]]
+    assert tree["env"] in [e["path"] for e in read_manifest(tree["manifest"])]
+
+
+def test_an_unrecorded_file_with_our_header_and_the_same_content_is_recorded_unchanged(tree):
+    earlier = tree["root"] / "old.service"
+    text = "# Managed by rlinf-ansible (rlinf.cluster.ray_node)\n[Unit]\n"
+    earlier.write_text(text)
+    earlier.chmod(0o644)
+    result = run({"manifest": tree["manifest"], "files": [{"path": str(earlier), "content": text}]})
+    assert result["changed_paths"] == [] and str(earlier) in result["created"]
+    assert str(earlier) in [e["path"] for e in read_manifest(tree["manifest"])]
+
+
+def test_a_recorded_file_that_became_a_dangling_link_is_written_again_with_an_empty_before(tree):
+    present(tree)
+    os.unlink(tree["env"])
+    os.symlink(str(tree["root"] / "nowhere"), tree["env"])
+    result = run({"manifest": tree["manifest"], "files": [{"path": tree["env"], "content": "A='1'\n"}]}, diff=True)
+    assert result["diff"][0]["before"] == "" and result["changed_paths"] == [tree["env"]]
+    assert not os.path.islink(tree["env"])
+
+
+@pytest.mark.parametrize(
+    "spec", [{"path": "rel/dir", "kind": "tree"}, {"path": "/x", "kind": "socket"}, {"kind": "file"}]
+)
+def test_a_record_without_an_absolute_path_or_a_known_kind_is_refused(tree, spec):
+    result = run({"manifest": tree["manifest"], "record": [spec]})
+    assert result["msg"] == f"record: {spec!r} needs an absolute path and a kind of file, dir, tree, venv."
+
+
+def test_a_recorded_tree_keeps_its_file_list_readable_and_a_recorded_file_none(tree):
+    venv = tree["root"] / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("")
+    plain = tree["root"] / "plain"
+    plain.write_text("")
+    run({"manifest": tree["manifest"], "record": [{"path": str(plain), "kind": "file"}]})
+    assert not os.path.exists(tree["manifest"] + ".d")
+    run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "tree"}]})
+    listing = side_file(tree["manifest"], str(venv))
+    with open(listing) as handle:
+        assert handle.read() == "bin/python\n"
+    assert oct(os.stat(listing).st_mode & 0o777) == "0o644"
+
+
+def test_remove_leaves_a_directory_and_a_missing_path_alone(tree):
+    present(tree)
+    etc = str(tree["root"] / "etc")
+    result = run({"manifest": tree["manifest"], "remove": [{"path": etc}, {"path": etc + "/gone"}, {"path": 5}]})
+    assert (result["changed"], result["changed_paths"]) == (False, [])
+    assert os.path.isdir(etc) and etc in [e["path"] for e in read_manifest(tree["manifest"])]
+
+
+def test_remove_says_it_changed_and_asks_for_a_reload_when_told(tree):
+    present(tree)
+    result = run({"manifest": tree["manifest"], "remove": [{"path": tree["unit"], "reload": True}]})
+    assert (result["changed"], result["restart"], result["reload"]) == (True, False, True)
+
+
+def test_the_manifest_is_written_readable_even_by_a_run_that_creates_nothing(tree):
+    result = run({"manifest": tree["manifest"]})
+    assert result["changed"] is False
+    # only the manifest's own directories, so that purge removes them after it
+    assert [e["path"] for e in read_manifest(tree["manifest"])] == [
+        str(tree["root"] / "etc"),
+        str(tree["root"] / "etc" / "state"),
+    ]
+    assert oct(os.stat(tree["manifest"]).st_mode & 0o777) == "0o644"
+
+
+def test_purge_passes_over_recorded_paths_that_are_gone_already(tree):
+    present(tree)
+    os.unlink(tree["unit"])
+    os.rmdir(tree["root"] / "units")
+    result = run({"manifest": tree["manifest"], "state": "absent"})
+    assert tree["unit"] not in result["changed_paths"] and str(tree["root"] / "units") not in result["changed_paths"]
+    assert tree["env"] in result["changed_paths"] and not os.path.exists(tree["env"])
+
+
+def test_a_recorded_venv_replaced_by_a_link_is_left_with_what_it_points_to(tree):
+    venv = make_venv(tree["root"])
+    present(tree)
+    run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "venv"}]})
+    elsewhere = tree["root"] / "elsewhere"
+    venv.rename(elsewhere)
+    os.symlink(str(elsewhere), str(venv))
+    result = run({"manifest": tree["manifest"], "state": "absent"})
+    assert str(venv) not in result["changed_paths"] and (elsewhere / "pyvenv.cfg").exists()
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_purge_drops_the_manifest_where_its_directory_stays(tree, check):
+    present(tree)
+    state_dir = os.path.dirname(tree["manifest"])
+    with open(os.path.join(state_dir, "operator.txt"), "w") as handle:
+        handle.write("mine")
+    result = run({"manifest": tree["manifest"], "state": "absent"}, check=check)
+    assert result["changed_paths"][-1] == tree["manifest"] and state_dir in result["kept"]
+    assert os.path.exists(tree["manifest"]) is check
+
+
+def test_a_tree_whose_file_list_is_lost_is_kept_whole(tree):
+    data = tree["root"] / "wheels"
+    data.mkdir()
+    (data / "a.whl").write_text("w")
+    present(tree)
+    run({"manifest": tree["manifest"], "record": [{"path": str(data), "kind": "tree"}]})
+    os.unlink(side_file(tree["manifest"], str(data)))
+    result = run({"manifest": tree["manifest"], "state": "absent"})
+    assert str(data) in result["kept"] and (data / "a.whl").read_text() == "w"
+
+
+def test_the_manifest_is_required():
+    assert run({"files": []}) == {"msg": "missing required arguments: manifest"}
+
+
+@pytest.mark.parametrize(
+    ("files", "names"),
+    [
+        (
+            ["lib/python3.11/site-packages/torch/__init__.py", "lib/python3.11/site-packages/six.py"],
+            ["six.py", "torch"],
+        ),
+        (["lib/python3.11/site-packages", "share/x", "bin/tool"], ["bin", "lib", "share"]),
+        (["lib/python3.11/other/x.py"], ["lib"]),
+    ],
+)
+def test_what_a_venv_gained_is_named_by_package_else_by_top_directory(files, names):
+    assert mod.installed_since(files) == names

@@ -494,3 +494,315 @@ def test_launch_names_the_run_from_its_name_or_the_time_and_the_heads_checkout()
 def test_launch_without_an_absolute_checkout_on_the_head_is_refused_naming_the_head():
     found = problems_of(lambda: P.static_plan(GROUPS, hostvars(h={"rlinf_entry": "x"}), {"purpose": "launch"}))
     assert any(s.startswith("host 'h': launch.yml runs rlinf_entry in the RLinf checkout") for s in found), found
+
+
+def two_nic_probes():
+    return {
+        name: probe(f"10.0.0.{i + 1}", interfaces={"eth0": [f"10.0.0.{i + 1}"], "eth1": [f"10.9.0.{i + 1}"]})
+        for i, name in enumerate(["h", "w1", "w2"])
+    }
+
+
+def test_ray_node_ip_beats_the_comm_device_for_the_address_and_the_comm_device_names_the_nic():
+    # docs/variables.md, "How Ray's address is chosen": ray_node_ip if set, else the overlay, else
+    # rlinf_comm_net_device's IPv4; RLINF_COMM_NET_DEVICES is the NIC holding the address unless
+    # rlinf_comm_net_device names one.
+    plan = resolved(hostvars(w1={"ray_node_ip": "10.0.0.2", "rlinf_comm_net_device": "eth1"}), two_nic_probes())
+    w1 = plan["nodes"]["w1"]
+    assert (w1["ip"], w1["ip_source"], w1["comm_device"]) == ("10.0.0.2", "ray_node_ip", "eth1")
+    assert w1["env"]["RLINF_COMM_NET_DEVICES"] == "eth1"
+    assert "--node-ip-address=10.0.0.2" in w1["ray_args"]
+
+
+def test_ray_node_ip_alone_names_the_nic_that_holds_it_not_the_default_routes():
+    plan = resolved(hostvars(w1={"ray_node_ip": "10.9.0.2"}), two_nic_probes())
+    w1 = plan["nodes"]["w1"]
+    assert (w1["ip"], w1["ip_source"], w1["comm_device"]) == ("10.9.0.2", "ray_node_ip", "eth1")
+    assert w1["env"]["RLINF_COMM_NET_DEVICES"] == "eth1"
+    # the other nodes keep the default route's address and NIC
+    assert (plan["nodes"]["w2"]["ip"], plan["nodes"]["w2"]["comm_device"]) == ("10.0.0.3", "eth0")
+
+
+def test_the_overlay_beats_the_comm_device_for_the_address_but_not_for_the_nic():
+    groups = dict(GROUPS, easytier_bootstrap=["h"])
+    hv = hostvars(w1={"rlinf_comm_net_device": "eth1"})
+    for host in hv.values():
+        host.update(easytier_enabled=True, easytier_network_name="lab", easytier_network_secret="s" * 24)
+    static = P.static_plan(groups, hv)
+    found = two_nic_probes()
+    for name, data in found.items():
+        data["interfaces"]["et0"] = [static["nodes"][name]["address_rule"]["value"]]
+    plan = P.resolve(static, found, "site")
+    w1, w2 = plan["nodes"]["w1"], plan["nodes"]["w2"]
+    overlay_ip = static["nodes"]["w1"]["address_rule"]["value"]
+    assert (w1["ip"], w1["ip_source"], w1["comm_device"]) == (overlay_ip, "overlay", "eth1")
+    assert (w2["ip_source"], w2["comm_device"]) == ("overlay", static["nodes"]["w2"]["address_rule"]["device"])
+
+
+# What the mutation run (tests/mutate.py) found untested -------------------------------------
+
+EASYTIER_GROUPS = dict(GROUPS, easytier_bootstrap=["h"])
+
+
+def overlay_hostvars(**w1):
+    hv = hostvars(w1=w1)
+    for host in hv.values():
+        host.update(easytier_enabled=True, easytier_network_name="lab", easytier_network_secret="s" * 24)
+    hv["w1"].update(w1)
+    return hv
+
+
+def all_hosts(**settings):
+    return hostvars(**{name: dict(settings) for name in ["h", "w1", "w2"]})
+
+
+@pytest.mark.parametrize(
+    ("w1", "sentence"),
+    [
+        (
+            {"easytier_peer_protocol": "wg", "easytier_listen_protocols": ["tcp"]},
+            "host 'w1': easytier_peer_protocol='wg' is not one of easytier_listen_protocols ['tcp']; "
+            "add it there or change it.",
+        ),
+        (
+            {"easytier_install_source": "archive", "easytier_archive_path": "/srv/easytier.zip"},
+            "host 'w1': easytier_install_source=archive needs easytier_archive_path and easytier_archive_sha256 "
+            "(64 hex digits); set both.",
+        ),
+        (
+            {"easytier_install_source": "archive", "easytier_archive_sha256": "a" * 64},
+            "host 'w1': easytier_install_source=archive needs easytier_archive_path and easytier_archive_sha256 "
+            "(64 hex digits); set both.",
+        ),
+    ],
+)
+def test_an_overlay_members_inconsistent_settings_are_refused_naming_it(w1, sentence):
+    assert problems_of(lambda: P.static_plan(EASYTIER_GROUPS, overlay_hostvars(**w1))) == [sentence]
+
+
+def test_an_archive_with_its_path_and_checksum_is_accepted():
+    w1 = {
+        "easytier_install_source": "archive",
+        "easytier_archive_path": "/srv/et.zip",
+        "easytier_archive_sha256": "a" * 64,
+    }
+    assert P.static_plan(EASYTIER_GROUPS, overlay_hostvars(**w1))["nodes"]["w1"]["rank"] == 1
+
+
+@pytest.mark.parametrize(
+    ("settings", "sentence"),
+    [
+        (
+            {"rlinf_code_sync": "rsync"},
+            "rlinf_code_sync=rsync needs rlinf_src, the absolute path of your RLinf checkout on the controller "
+            "(for ray: on the head); set it.",
+        ),
+        (
+            {"rlinf_code_sync": "rsync", "rlinf_src": "RLinf"},
+            "rlinf_src='RLinf' is not an absolute path; write the full path.",
+        ),
+    ],
+)
+def test_code_sync_needs_an_absolute_source(settings, sentence):
+    assert problems_of(lambda: P.static_plan(GROUPS, all_hosts(**settings))) == [sentence]
+
+
+def test_only_rsync_puts_the_checkout_among_the_nodes_paths():
+    rsync = P.static_plan(GROUPS, all_hosts(rlinf_code_sync="rsync", rlinf_src="/srv/RLinf"))["nodes"]["w1"]
+    assert rsync["paths"]["code_dest"] == "/srv/RLinf"
+    other = P.static_plan(GROUPS, all_hosts(rlinf_code_sync="none", rlinf_src="/srv/RLinf"))["nodes"]["w1"]
+    assert other["code_dest"] == "/srv/RLinf" and "code_dest" not in other["paths"]
+
+
+def test_a_variable_that_cannot_be_evaluated_is_named_not_raised():
+    class Undefined(dict):
+        def __getitem__(self, key):
+            if key == "ray_temp_dir":
+                raise RuntimeError("'scratch' is undefined")
+            return super().__getitem__(key)
+
+    hv = hostvars()
+    hv["w1"] = Undefined(hv["w1"], ray_temp_dir="{{ scratch }}")
+    assert problems_of(lambda: P.static_plan(GROUPS, hv)) == [
+        "host 'w1': ray_temp_dir cannot be evaluated ('scratch' is undefined); fix its value."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("settings", "resources"),
+    [
+        ({"rlinf_gpus_per_node": 2}, {"GPU": 2}),  # the accelerators the inventory counts are expected
+        ({"rlinf_gpus_per_node": 2, "ray_num_gpus": 1}, {"GPU": 1}),  # what ray start advertises wins
+        ({"rlinf_gpus_per_node": 2, "rlinf_accelerator_type": "NPU"}, {"NPU": 2}),  # under Ray's name for them
+        (
+            {"rlinf_gpus_per_node": 2, "rlinf_accelerator_type": "NPU", "ray_resources": {"NPU": 1}},
+            {"NPU": 1},
+        ),
+        ({"rlinf_gpus_per_node": 2, "rlinf_accelerator_type": "MUSA_GPU"}, {}),  # Ray shows none for MUSA
+        ({}, {}),
+    ],
+)
+def test_the_check_expects_the_accelerators_the_inventory_counts(settings, resources):
+    plan = P.static_plan(GROUPS, hostvars(w1=settings))
+    assert plan["nodes"]["w1"]["resources"] == resources
+
+
+def test_an_unusual_value_passes_through_plain_unchanged():
+    from decimal import Decimal
+
+    assert P._plain({"a": [Decimal("1.5"), (1, "x")], "b": None}) == {"a": [Decimal("1.5"), [1, "x"]], "b": None}
+
+
+def test_launch_needs_the_heads_checkout_not_a_workers():
+    hv = hostvars(w1={"rlinf_code_dest": "/srv/RLinf"}, w2={"rlinf_code_dest": "/srv/RLinf"}, h={"rlinf_entry": "x"})
+    assert problems_of(lambda: P.static_plan(GROUPS, hv, {"purpose": "launch"})) == [
+        "host 'h': launch.yml runs rlinf_entry in the RLinf checkout on the head: set rlinf_src (or rlinf_code_dest) "
+        "to its absolute path there (now '')."
+    ]
+
+
+def test_an_rlinf_config_that_cannot_be_read_is_one_problem_naming_the_path():
+    assert problems_of(lambda: P.static_plan(GROUPS, hostvars(h={"rlinf_config": "/nonexistent/x.yaml"}))) == [
+        "rlinf_config: file '/nonexistent/x.yaml' does not exist (looked at /nonexistent/x.yaml); "
+        "give a path to the RLinf YAML."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("hv", "interfaces", "sentence"),
+    [
+        (
+            {"ray_node_ip": "10.7.7.7"},
+            {"lo": ["127.0.0.1"], "eth0": ["10.0.0.2"], "eth1": []},
+            "host 'w1': ray_node_ip=10.7.7.7 is not an address of any interface of this host (eth0 10.0.0.2; eth1 "
+            "(no IPv4)); Ray and the collectives bind local addresses: set it to one of them, or leave it empty.",
+        ),
+        (
+            {"rlinf_comm_net_device": "eth9"},
+            {"lo": ["127.0.0.1"]},
+            "host 'w1': rlinf_comm_net_device=eth9 does not exist here (interfaces: none); set it to one of them, "
+            "or leave it empty for the default route's NIC.",
+        ),
+    ],
+)
+def test_an_address_problem_lists_the_hosts_interfaces_but_loopback(hv, interfaces, sentence):
+    node_probe = probe("10.0.0.2", interfaces=interfaces)
+    assert problems_of(lambda: resolved(hostvars(w1=hv), probes(w1=node_probe))) == [sentence]
+
+
+def test_an_env_configs_interpreter_anywhere_in_the_nodes_own_venv_is_installed_by_the_run():
+    hv = hostvars(h={"rlinf_cluster": _interpreter_cluster("/opt/rlinf/venv/bin/python3.11")})
+    assert resolved(hv)["nodes"]["w1"]["paths"]["env_config_python_0"] == "/opt/rlinf/venv/bin/python3.11"
+
+
+@pytest.mark.parametrize(("version", "ok"), [("3.9.18", False), ("3.10.0", True)])
+def test_python_3_10_is_the_oldest_accepted(version, ok):
+    found = {name: probe(f"10.0.0.{i + 1}", python={"version": version}) for i, name in enumerate(["h", "w1", "w2"])}
+    if ok:
+        assert resolved(found=found)["nodes"]["w1"]["ip"] == "10.0.0.2"
+    else:
+        assert problems_of(lambda: resolved(found=found))[0].startswith(
+            f"hosts h, w1, w2: rlinf_python=python3 is Python {version}; RLinf needs Python >= 3.10 (and Ray "
+        )
+
+
+def test_a_host_that_could_not_be_probed_is_named_with_the_reason():
+    found = probes(w2={"unreachable": True, "msg": "ssh: connect to host 10.0.0.3 port 22: No route to host"})
+    assert problems_of(lambda: resolved(found=found))[0] == (
+        "host 'w2': could not be probed: ssh: connect to host 10.0.0.3 port 22: No route to host."
+    )
+
+
+@pytest.mark.parametrize("purpose", ["status", "teardown"])
+def test_a_run_that_writes_no_node_files_renders_none(purpose):
+    w1 = resolved(purpose=purpose)["nodes"]["w1"]
+    assert not {"files", "env", "ray_args", "files_digest", "metrics_files"} & set(w1)
+
+
+def test_a_node_whose_probe_says_nothing_of_its_venv_installs_it():
+    found = probes(w1=probe("10.0.0.2", venv={"satisfied": True}))
+    plan = resolved(found=found)
+    assert (plan["nodes"]["h"]["venv_install"], plan["nodes"]["w1"]["venv_install"]) == (True, False)
+
+
+def test_ray_start_advertises_custom_resources_sorted_and_a_temp_dir_only_when_moved():
+    hv = hostvars(w1={"ray_resources": {"zeta": 1, "alpha": 2}, "ray_temp_dir": "/tmp/ray-w1"})
+    w1, w2 = (resolved(hv)["nodes"][n]["ray_args"] for n in ("w1", "w2"))
+    assert '--resources={"alpha":2,"zeta":1}' in w1
+    assert "--temp-dir=/tmp/ray-w1" in w1
+    assert not [a for a in w2 if a.startswith(("--temp-dir", "--resources"))]
+
+
+@pytest.mark.parametrize(("recorded", "port"), [(7000, 7000), (0, 6379), (65536, 6379), (True, 6379), ("7000", 6379)])
+def test_status_asks_the_head_at_the_port_its_record_holds_when_it_is_a_port(recorded, port):
+    head = probe("10.0.0.1", record={"ip": "10.0.0.1", "ports": {"ray_port": recorded}})
+    plan = resolved(found=probes(h=head), purpose="status")
+    assert plan["cluster"]["head_address"] == f"10.0.0.1:{port}"
+
+
+def test_the_env_file_and_unit_restart_ray_the_profile_and_record_do_not():
+    import hashlib
+
+    w1 = resolved()["nodes"]["w1"]
+    paths = w1["paths"]
+    assert [(f["path"], f.get("restart", False)) for f in w1["files"]] == [
+        (paths["env_file"], True),
+        (paths["unit_file"], True),
+        (paths["profile"], False),
+        (paths["record"], False),
+    ]
+    contents = "".join(f["content"] for f in w1["files"]).encode()
+    assert w1["files_digest"] == hashlib.sha256(contents).hexdigest()[:16]
+
+
+def test_a_cluster_wide_mapping_written_in_another_key_order_is_the_same_value():
+    hv = hostvars(h={"ray_check_expected_totals": {"GPU": 2, "CPU": 4}})
+    hv["w1"]["ray_check_expected_totals"] = {"CPU": 4, "GPU": 2}
+    hv["w2"]["ray_check_expected_totals"] = {"GPU": 2, "CPU": 4}
+    assert P.static_plan(GROUPS, hv)["order"] == ["h", "w1", "w2"]
+    hv["w2"]["ray_check_expected_totals"] = {"GPU": 1, "CPU": 4}
+    assert problems_of(lambda: P.static_plan(GROUPS, hv)) == [
+        'ray_check_expected_totals differs between hosts: h, w1 = {"CPU": 4, "GPU": 2}; w2 = {"CPU": 4, "GPU": 1}; '
+        "it must be one value for the whole cluster (set it in group_vars/all)."
+    ]
+
+
+def test_the_overlays_network_settings_are_one_value_for_every_member():
+    assert problems_of(lambda: P.static_plan(EASYTIER_GROUPS, overlay_hostvars(easytier_network_name="other"))) == [
+        'easytier_network_name differs between hosts: h, w2 = "lab"; w1 = "other"; it must be one value for the '
+        "whole cluster (set it in group_vars/all)."
+    ]
+
+
+def test_two_members_on_one_overlay_address_are_refused_naming_both():
+    hv = overlay_hostvars(easytier_ipv4="10.144.0.9")
+    hv["w2"]["easytier_ipv4"] = "10.144.0.9"
+    assert problems_of(lambda: P.static_plan(EASYTIER_GROUPS, hv)) == [
+        "hosts w1, w2: they share the overlay address 10.144.0.9; every member needs its own easytier_ipv4 "
+        "(derived addresses follow inventory position)."
+    ]
+
+
+def test_a_typo_on_a_bootstrap_only_member_is_named():
+    groups = dict(GROUPS, easytier_bootstrap=["b0"])
+    hv = overlay_hostvars()
+    hv["b0"] = {**hv["w2"], "ansible_host": "203.0.113.5", "rlinf_venv_dri": "/x"}
+    assert problems_of(lambda: P.static_plan(groups, hv)) == [
+        "host 'b0': rlinf_venv_dri is not a variable of rlinf.cluster and nothing reads it; did you mean "
+        "rlinf_venv_dir? Rename it, or list it in rlinf_user_vars if it is a variable of yours."
+    ]
+
+
+def test_a_run_setting_is_read_on_the_head_alone():
+    # -e reaches every host; a run setting a worker's host_vars holds is not this run's
+    plan = P.static_plan(GROUPS, hostvars(w1={"teardown_purge": "maybe"}), {"purpose": "teardown"})
+    assert plan["run"]["teardown_purge"] is False
+
+
+def test_without_a_topology_the_plan_stops_after_the_inventorys_own_problems():
+    # Nodes, ports and the cluster's code sync are judged only once there is a head and ranks.
+    hv = all_hosts(rlinf_code_sync="rsync")
+    groups = {"ray_head": [], "ray_workers": ["h", "w1", "w2"]}
+    assert problems_of(lambda: P.static_plan(groups, hv)) == [
+        "inventory: group 'ray_head' is missing or empty; put exactly one host in 'ray_head'."
+    ]

@@ -378,3 +378,15 @@ def test_a_removal_checks_the_rlinf_config_against_the_new_cluster():
     assert any("num_nodes" in s for s in found)
     hv = four_hostvars(h={"node": "w1", "rlinf_cluster": dict(cluster, num_nodes=3)})
     assert removal_of("w1", hv)["config_cluster"]["num_nodes"] == 3
+
+
+def test_a_launch_driver_is_named_with_its_entry_start_and_job():
+    full = dict(LAUNCH, started_at="2026-12-03T15:00:00Z")
+    msg = R.restart_verdict({"h": ["x"]}, [full], allow=False)["msg"]
+    assert msg.startswith(
+        "An RLinf driver is attached to the cluster: RLinf driver rlinf-launch-train (running 'bash run.sh cfg', "
+        "since 2026-12-03T15:00:00Z, Ray job 02000000). This run would restart Ray on 1 node and"
+    )
+    bare = R.restart_verdict({"h": ["x"], "w1": ["y"]}, [{"kind": "launch", "unit": "u"}], allow=False)["msg"]
+    assert bare.startswith("An RLinf driver is attached to the cluster: RLinf driver u (unit u). This run would ")
+    assert "restart Ray on 2 nodes and" in bare

@@ -504,3 +504,237 @@ def test_a_resource_declared_as_zero_that_ray_leaves_out_is_not_short():
     nodes, probes = healthy()
     del nodes[2]["Resources"]["CPU"]
     assert run(expected({"w2": {"CPU": 0}}), nodes, probes)["problems"] == []
+
+
+# What the mutation run (tests/mutate.py) found untested: the input normalisers, value by value.
+from ansible_collections.rlinf.cluster.plugins.module_utils import ray_cluster_state as S  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("value", "number"),
+    [
+        (2, 2.0),
+        (" 1.5 ", 1.5),
+        ("x", None),
+        (None, None),
+        (True, None),
+        (float("nan"), None),
+        ("inf", None),
+        ([1], None),
+    ],
+)
+def test_a_resource_amount_is_a_finite_number_or_none(value, number):
+    assert S._number(value) == number
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (2.0, "2"),
+        (0.5, "0.5"),
+        (2.00001, "2.00001"),
+        (1e-06, "1e-06"),
+        (1.9999999, "2"),
+        ("many", "many"),
+        (True, "True"),
+    ],
+)
+def test_an_amount_is_shown_whole_when_it_is_within_a_millionth(value, text):
+    assert format_amount(value) == text
+
+
+@pytest.mark.parametrize(
+    ("version", "short"),
+    [(PY, "3.11.2"), ("3.12", "3.12"), ("CPython 3.11", "CPython"), ("", None), (None, None)],
+)
+def test_the_python_version_is_its_number(version, short):
+    assert short_python_version(version) == short
+
+
+def test_an_expected_node_is_normalised_field_by_field():
+    item = {
+        "name": "w1",
+        "rank": "1",
+        "ip": " 10.0.0.2 ",
+        "temp_dir": "",
+        "python": None,
+        "resources": {"GPU": "2", "CPU": None, "disk": ""},
+        "env": {"A": 1, "B": None},
+    }
+    full = dict(item, name="w2", rank=2.0, temp_dir="/tmp/ray-b", python="/opt/py", resources={}, env={})
+    assert normalize_expected([full, item]) == [
+        {
+            "name": "w1",
+            "rank": 1,
+            "ip": "10.0.0.2",
+            "temp_dir": None,
+            "python": None,
+            "resources": {"GPU": 2.0},
+            "env": {"A": "1"},
+        },
+        {
+            "name": "w2",
+            "rank": 2,
+            "ip": "10.0.0.2",
+            "temp_dir": "/tmp/ray-b",
+            "python": "/opt/py",
+            "resources": {},
+            "env": {},
+        },
+    ]
+
+
+def test_bad_expected_nodes_are_every_problem_named():
+    with pytest.raises(ExpectedNodesError) as err:
+        normalize_expected(
+            [
+                "w9",
+                {"name": "w1", "rank": 1.5, "ip": "10.0.0.2"},
+                {"name": "w2", "rank": 2, "ip": "10.0.0.3", "resources": {"GPU": -1, "CPU": 0}},
+                {"name": "w3", "rank": 3, "ip": "10.0.0.4"},
+                {"name": "w4", "rank": 3, "ip": "10.0.0.4"},
+                {"name": "w4", "rank": 4, "ip": "10.0.0.5"},
+            ]
+        )
+    assert err.value.problems == [
+        "expected_nodes[0]: 'w9' is not a dict with name, rank and ip.",
+        "host 'w1': rank 1.5 is not a whole number; fix rlinf_node_rank.",
+        "host 'w2': expected resource GPU=-1 is not a non-negative number; fix ray_num_gpus or rlinf_gpus_per_node "
+        "in the inventory.",
+        "hosts w4, w4: they share name 'w4'; every Ray node needs its own name.",
+        "hosts w3, w4: they share rank 3; every Ray node needs its own rank.",
+    ]
+
+
+def test_expected_totals_are_non_negative_numbers():
+    assert S.normalize_totals({"GPU": "4", "CPU": 0, "x": None, "y": ""}) == {"GPU": 4.0, "CPU": 0.0}
+    with pytest.raises(ExpectedNodesError) as err:
+        S.normalize_totals({"GPU": -0.5, "CPU": "many"})
+    assert err.value.problems == [
+        "expected total GPU=-0.5 is not a non-negative number; fix ray_check_expected_totals.",
+        "expected total CPU='many' is not a non-negative number; fix ray_check_expected_totals.",
+    ]
+
+
+def test_a_ray_nodes_record_is_read_field_by_field():
+    raw = raw_node("10.0.0.2", "n1", resources={"weird": "x"}, hostname="box")
+    assert S.normalize_node(raw) == {
+        "node_id": "n1",
+        "ip": "10.0.0.2",
+        "port": 40000,
+        "hostname": "box",
+        "state": "ALIVE",
+        "is_head": False,
+        "socket": "/tmp/ray/session_2026_1/sockets/raylet",
+        "resources": {"CPU": 2.0, "memory": 1e9, "object_store_memory": 5e8, "node:10.0.0.2": 1.0, "weird": "x"},
+    }
+    bare = S.normalize_node({"State": "DEAD", "ObjectStoreSocketName": "/tmp/ray-b/s/plasma", "NodeManagerPort": "x"})
+    assert bare == {
+        "node_id": "",
+        "ip": "",
+        "port": None,
+        "hostname": "",
+        "state": "DEAD",
+        "is_head": False,
+        "socket": "/tmp/ray-b/s/plasma",
+        "resources": {},
+    }
+    assert S.normalize_node({"State": "alive"})["state"] == "ALIVE"
+
+
+def _ids(result):
+    return {name: node["node_id"] for name, node in result["matched"].items()}
+
+
+def _shared(a_temp="/tmp/ray", b_temp="/tmp/ray-b"):
+    return normalize_expected(
+        [
+            {"name": "a", "rank": 1, "ip": "10.0.0.11", "temp_dir": a_temp},
+            {"name": "b", "rank": 2, "ip": "10.0.0.11", "temp_dir": b_temp},
+        ]
+    )
+
+
+def test_without_probes_the_socket_under_its_temp_dir_tells_shared_nodes_apart():
+    nodes = [raw_node("10.0.0.11", "nb", port=40000, temp_dir="/tmp/ray-b"), raw_node("10.0.0.11", "na", port=40001)]
+    assert _ids(match_nodes(_shared(), nodes)) == {"a": "na", "b": "nb"}
+    # a node without a temp dir takes what the others' temp dirs leave
+    assert _ids(match_nodes(_shared(a_temp=None), nodes)) == {"a": "na", "b": "nb"}
+    # a record without a socket path is in no temp dir
+    bare = [dict(n) for n in nodes]
+    for n in bare:
+        del n["RayletSocketName"]
+    assert _ids(match_nodes(_shared(), bare)) == {"a": "nb", "b": "na"}
+
+
+def test_the_rank_a_node_reads_beats_its_temp_dir_and_an_answering_node_beats_a_silent_one():
+    nodes = [raw_node("10.0.0.11", "n1", port=40000), raw_node("10.0.0.11", "n2", port=40001, temp_dir="/tmp/ray-b")]
+    ranks = {"n1": {"env": {"RLINF_NODE_RANK": "2"}}, "n2": {"env": {"RLINF_NODE_RANK": "1"}}}
+    assert _ids(match_nodes(_shared(), nodes, ranks)) == {"a": "n2", "b": "n1"}
+    one = normalize_expected([{"name": "a", "rank": 1, "ip": "10.0.0.11", "temp_dir": "/tmp/ray"}])
+    answers = {"n1": {"error": "the task did not finish within 60 s"}, "n2": {"env": {}}}
+    result = match_nodes(one, nodes, answers)
+    assert _ids(result) == {"a": "n2"} and [n["node_id"] for n in result["extra"]] == ["n1"]
+
+
+def test_a_missing_host_ray_lists_dead_is_marked_dead():
+    exp = normalize_expected(
+        [{"name": "w1", "rank": 1, "ip": "10.0.0.11"}, {"name": "w2", "rank": 2, "ip": "10.0.0.12"}]
+    )
+    result = match_nodes(exp, [raw_node("10.0.0.11", "x", alive=False)])
+    assert result["dead"] == {"w1": True}
+    assert [e["name"] for e in result["missing"]] == ["w1", "w2"]
+
+
+def test_alive_nodes_are_sorted_by_address_then_port():
+    nodes = [raw_node("10.0.0.11", "a", port=40001), raw_node("10.0.0.11", "b", port=40000)]
+    unknown_port = raw_node("10.0.0.11", "z", port=None)
+    one = raw_node("10.0.0.11", "c", port=1)
+    assert [n["node_id"] for n in S.alive_nodes([*nodes, one, unknown_port])] == ["z", "c", "b", "a"]
+
+
+def test_a_rank_0_with_exactly_one_cpu_is_enough_and_a_declared_cpu_count_is_judged_as_declared():
+    nodes, probes = healthy({"n0": {"CPU": 1.0}})
+    assert run(expected(), nodes, probes)["ok"]
+    nodes, probes = healthy({"n0": {"CPU": 0.0}})
+    (problem,) = run(expected({"head": {"CPU": 2}}), nodes, probes)["problems"]
+    assert problem.startswith("host 'head' (rank 0, 10.0.0.10): Ray reports CPU=0 on this node but the inventory")
+
+
+def test_a_resource_exactly_as_expected_passes_per_node_and_in_total():
+    nodes, probes = healthy({"n1": {"GPU": 4.0}, "n2": {"GPU": 4.0}})
+    result = run(expected({"w1": {"GPU": 4}, "w2": {"GPU": 4}}), nodes, probes, expected_totals={"GPU": 8})
+    assert result["ok"], result["problems"]
+    assert [n["expected_resources"] for n in result["nodes"]] == [{}, {"GPU": 4.0}, {"GPU": 4.0}]
+
+
+def test_an_explicit_total_is_reported_even_when_a_node_explains_its_shortfall():
+    nodes, probes = healthy({"n1": {"GPU": 2.0}})
+    result = run(expected({"w1": {"GPU": 4}}), nodes, probes, expected_totals={"GPU": 4})
+    assert len(result["problems"]) == 2
+    assert result["problems"][1].startswith("cluster at 10.0.0.10:6379: Ray reports 2 GPU in total")
+
+
+def test_a_custom_resource_missing_everywhere_says_no_such_key():
+    nodes, probes = healthy()
+    (problem,) = run(expected({"w1": {"robot": 1}}), nodes, probes)["problems"]
+    assert "Ray reports no 'robot'; pass --resources to ray start on 'w1'" in problem
+
+
+def test_a_failed_probe_is_left_out_of_the_consistency_checks():
+    nodes, probes = healthy()
+    probes["n2"] = {"error": "timeout", "ray_version": "2.0.0"}
+    result = run(expected(), nodes, probes)
+    assert not [p for p in result["problems"] if "ray_version" in p or "Ray version" in p], result["problems"]
+
+
+def test_the_summary_line_counts_and_names_what_it_found():
+    nodes, probes = healthy({"n1": {"GPU": 2.0}})
+    assert run(expected(), nodes, probes)["summary"] == (
+        "OK: 3/3 nodes ALIVE at 10.0.0.10:6379, ranks 0-2 match the inventory, Ray 2.60.0, Python 3.11.2, "
+        "6 CPUs, 2 GPUs"
+    )
+    result = run(expected(), nodes[:2], probes)
+    assert result["summary"] == "FAILED: 2/3 expected nodes ALIVE at 10.0.0.10:6379, 1 missing, 0 extra, 1 problem"
+    assert S._name_of(result["problems"][0]) == "w2"
+    assert S._name_of("cluster at x: Ray reports") is None

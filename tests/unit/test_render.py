@@ -51,3 +51,26 @@ def test_the_env_file_is_single_quoted_values_after_our_header():
     text = render.env_file({"RLINF_NODE_RANK": 1, "HF_HOME": "/data/hf cache"})
     assert text.splitlines()[0].startswith("# Managed by rlinf-ansible")
     assert text.splitlines()[-2:] == ["RLINF_NODE_RANK='1'", "HF_HOME='/data/hf cache'"]
+
+
+def test_numbers_are_written_as_ray_reads_them():
+    assert [render.number_text(v) for v in (2.0, 1.5, 3, "4")] == ["2", "1.5", "3", "4"]
+
+
+def test_json_is_indented_two_and_sorted():
+    assert render.json_text({"b": 1, "a": [1]}) == '{\n  "a": [\n    1\n  ],\n  "b": 1\n}\n'
+
+
+def test_the_unit_names_the_role_and_rank():
+    from test_plan import resolved
+
+    plan = resolved()
+    descriptions = [
+        next(line for line in plan["nodes"][n]["files"][1]["content"].splitlines() if line.startswith("Description="))
+        for n in plan["order"]
+    ]
+    assert descriptions == [
+        "Description=Ray head for RLinf (rank 0)",
+        "Description=Ray worker for RLinf (rank 1)",
+        "Description=Ray worker for RLinf (rank 2)",
+    ]
