@@ -9,7 +9,7 @@ import yaml
 from test_plan import GROUPS, hostvars
 
 from ansible_collections.rlinf.cluster.plugins.action.cluster_plan import ActionModule
-from ansible_collections.rlinf.cluster.plugins.module_utils import plan as P
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
 
 ROOT = Path(__file__).resolve().parents[2]
 ARGS = {
