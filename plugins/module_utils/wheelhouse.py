@@ -116,26 +116,43 @@ def _sha256(path: str) -> str:
 
 
 def lock_state(directory: str, locks: dict[str, str]) -> tuple[bool, list[str]]:
-    """Whether a set's wheelhouse on the controller is complete: every lock is there and every wheel it
-    lists is there with the sha256 it recorded. Returns (complete, problems): a listed wheel whose content
-    changed is a problem (pip download would keep it), a missing one only makes the set incomplete."""
-    complete, problems = True, []
-    for lock in filter(None, locks.values()):
+    """Whether a set's wheelhouse on the controller is complete: every lock of the set is there and every
+    wheel it lists is there. Returns (complete, problems). Every lock in the directory is read, not only
+    the set's: the sets share their wheels, and pip download keeps a wheel that is already there, so a
+    wheel whose content no longer matches any lock listing it is a problem (the new set's lock would
+    record it), while a missing wheel or lock only makes the set incomplete. Each wheel is hashed once."""
+    try:
+        present = sorted(n for n in os.listdir(directory) if n.startswith("requirements-") and n.endswith(".lock"))
+    except OSError:
+        present = []
+    listed: dict[str, dict[str, str]] = {}
+    for lock in present:
         path = os.path.join(directory, lock)
         try:
             with open(path, encoding="utf-8") as handle:
-                files = lock_files(handle.read())
+                listed[lock] = lock_files(handle.read())
         except OSError:
-            return False, []
-        if not files:
-            complete = False
+            listed[lock] = {}
+    digests: dict[str, str] = {}
+    named: set[str] = set()
+    problems = []
+    for lock, files in listed.items():
         for name, sha256 in sorted(files.items()):
             wheel = os.path.join(directory, name)
             if not os.path.isfile(wheel):
-                complete = False
-            elif _sha256(wheel) != sha256:
+                continue
+            if wheel not in digests:
+                digests[wheel] = _sha256(wheel)
+            if digests[wheel] != sha256 and wheel not in named:
+                named.add(wheel)
                 problems.append(
-                    f"the controller's wheelhouse file {wheel} does not match the sha256 its lock {path} recorded "
-                    "when it was downloaded; remove that file and re-run (it is downloaded again)"
+                    f"the controller's wheelhouse file {wheel} does not match the sha256 its lock "
+                    f"{os.path.join(directory, lock)} recorded when it was downloaded; remove that file and re-run "
+                    "(it is downloaded again)"
                 )
+    wanted = [lock for lock in locks.values() if lock]
+    complete = all(
+        listed.get(lock) and all(os.path.isfile(os.path.join(directory, name)) for name in listed[lock])
+        for lock in wanted
+    )
     return complete and not problems, problems

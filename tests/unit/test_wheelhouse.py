@@ -123,3 +123,28 @@ def test_the_no_deps_lock_counts_too(tmp_path):
         False,
         [],
     )
+
+
+def test_a_changed_wheel_another_set_lists_is_named_before_a_new_set_is_locked(tmp_path):
+    """The sets share the wheelhouse, and pip download keeps a wheel that is there: the new set's lock
+    would record a changed one, so every lock in the directory is checked, each wheel hashed once."""
+    (tmp_path / "requirements-old.lock").write_text(lock_text(_report(tmp_path, WHEELS)))
+    (tmp_path / "requirements-other.lock").write_text(lock_text(_report(tmp_path, WHEELS)))
+    changed = tmp_path / sorted(WHEELS)[0]
+    changed.write_bytes(b"not ray")
+    complete, problems = lock_state(str(tmp_path), {"deps": "requirements-new.lock", "no_deps": ""})
+    assert not complete
+    assert problems == [
+        f"the controller's wheelhouse file {changed} does not match the sha256 its lock "
+        f"{tmp_path / 'requirements-old.lock'} recorded when it was downloaded; remove that file and re-run "
+        "(it is downloaded again)"
+    ]
+
+
+def test_a_missing_no_deps_lock_still_names_a_changed_wheel_of_the_set(tmp_path):
+    (tmp_path / "requirements-s.lock").write_text(lock_text(_report(tmp_path, WHEELS)))
+    (tmp_path / sorted(WHEELS)[1]).write_bytes(b"not torch")
+    complete, problems = lock_state(
+        str(tmp_path), {"deps": "requirements-s.lock", "no_deps": "requirements-s-no-deps.lock"}
+    )
+    assert not complete and len(problems) == 1 and sorted(WHEELS)[1] in problems[0], problems
