@@ -10,7 +10,8 @@ import pytest
 from lab_helpers import remove_torch
 from readiness_helpers import readiness_vars, timed_status, venv_imports
 
-pytestmark = pytest.mark.lab
+# It starts on the lab inventory's healthy cluster (conftest.py), whatever ran before on this lab.
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 
 def test_tcp_fallback_without_torch(tmp_path, hosts):
