@@ -18,7 +18,7 @@ export LAB_NAME LAB_DISTRO LAB_SSH_USER LAB_NICS
 INVENTORY ?= $(if $(filter rlinf-lab,$(LAB_NAME)),inventories/lab,.lab/$(LAB_NAME)/inventory)
 # The fleet scenario's lab (make test-fleet): 2 hosts, removed at the end (KEEP_LAB=1 keeps it).
 FLEET_LAB ?= LAB_NAME=rlinf-lab-fleet LAB_SUBNET=10.89.83.0/24 LAB_DATA_SUBNET=10.89.84.0/24 \
-	LAB_DISTRO=trixie LAB_SSH_USER=ops LAB_NICS=2
+	LAB_DISTRO=trixie LAB_SSH_USER=ops LAB_NICS=2 LAB_BASTION=1 LAB_PRIVATE_SUBNET=10.89.85.0/24
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
@@ -36,7 +36,7 @@ help:
 	@echo "make generate   write docs/plan.schema.json from the typed plan (make unit fails when it is stale)"
 	@echo "make mutate     mutation run over the plan, rules, firewall, render, restart and owned-files logic (~10 min, one core)"
 	@echo "make controller playbooks and tools run on the controller alone (the built artifact, docs, the refusals), no hosts"
-	@echo "make test-fleet trixie hosts, a non-root SSH user with sudo, a management and a data NIC, on a lab of its own"
+	@echo "make test-fleet trixie hosts, a non-root SSH user with sudo, a management and a data NIC, a worker behind the head, on a lab of its own"
 
 $(BIN)/.installed: requirements/controller.txt requirements/test.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -147,8 +147,9 @@ molecule: host venv
 	bash molecule/run-scenarios.sh
 
 # One lab of its own for every fleet flavour the main lab lacks: Debian 13 (Python 3.13), an
-# SSH user that is not root (sudo), a management NIC and a data NIC. tests/integration/
-# test_scenario.py: site.yml on bare hosts, Ray on the data NIC, a no-op re-run, status,
+# SSH user that is not root (sudo), a management NIC and a data NIC, a worker the controller
+# reaches only through the head (ProxyJump). tests/integration/test_scenario.py: site.yml on
+# bare hosts, Ray on the data NIC, a no-op re-run, status, the code by rsync and by package,
 # teardown, rebuild, purge; the lab is removed afterwards.
 test-fleet: host venv
 	bash lab/scenario.sh tests/integration/test_scenario.py $(FLEET_LAB)

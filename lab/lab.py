@@ -27,6 +27,12 @@ The hosts' flavour (a host whose flavour differs is recreated):
                                           (LAB_DATA_SUBNET, no default route); SSH stays on
                                           the first, the inventory points rlinf_comm_net_device
                                           at the data NIC (1)
+    LAB_BASTION=0|1                       1: the workers sit on a network of their own
+                                          <LAB_NAME>-private (LAB_PRIVATE_SUBNET) that the
+                                          controller cannot reach (a REJECT rule in the
+                                          controller's OUTPUT chain); the head is on both, and
+                                          the inventory reaches the workers through it with
+                                          ProxyJump (0)
 
 Stdlib only, so it runs before the controller venv exists.
 """
@@ -38,6 +44,8 @@ import ipaddress
 import json
 import os
 import re
+import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -60,13 +68,24 @@ NICS = os.environ.get("LAB_NICS") or "1"
 SUBNET = ipaddress.ip_network(os.environ.get("LAB_SUBNET", "10.89.77.0/24"))
 DATA_NETWORK = f"{LAB}-data"
 DATA_SUBNET = ipaddress.ip_network(os.environ.get("LAB_DATA_SUBNET", "10.89.87.0/24"))
+BASTION = os.environ.get("LAB_BASTION") or "0"
+PRIVATE_NETWORK = f"{LAB}-private"
+PRIVATE_SUBNET = ipaddress.ip_network(os.environ.get("LAB_PRIVATE_SUBNET", "10.89.85.0/24"))
+# The ssh configuration the workers are reached through (LAB_BASTION=1): ProxyJump's own ssh
+# reads -F, not -i or -o, so the jump host's key and options live in a file.
+SSH_CONFIG = STATE_DIR / "ssh_config"
+JUMP_HOST = f"{LAB}-jump"
+# Marks the controller's rules that keep it off the workers (LAB_BASTION=1), to remove them again.
+BLOCK_COMMENT = f"rlinf.lab={LAB}"
 FIRST_HOST_OFFSET = 10
 LABEL = "rlinf.lab"
 # Further capabilities for the containers (see above).
 CAP_ADD = [cap.strip() for cap in os.environ.get("LAB_CAP_ADD", "SYS_ADMIN").split(",") if cap.strip()]
 # What the hosts were made as; a host made otherwise is recreated.
 FLAVOUR_LABEL = "rlinf.lab.flavour"
-FLAVOUR = f"image={IMAGE} user={SSH_USER} nics={NICS} caps={','.join(CAP_ADD) or '-'}"
+FLAVOUR = f"image={IMAGE} user={SSH_USER} nics={NICS} caps={','.join(CAP_ADD) or '-'}" + (
+    " bastion=1" if BASTION == "1" else ""
+)
 # Hosts made before the label existed were all this (and had no further capability).
 LEGACY_FLAVOUR = "image=localhost/rlinf-lab:bookworm user=root nics=1"
 READY_TIMEOUT = 90
@@ -136,6 +155,46 @@ def data_ip(index: int) -> str:
     return str(DATA_SUBNET.network_address + FIRST_HOST_OFFSET + index)
 
 
+def private_ip(index: int) -> str:
+    return str(PRIVATE_SUBNET.network_address + FIRST_HOST_OFFSET + index)
+
+
+def ssh_address(index: int) -> str:
+    """Where the controller's ssh goes: a worker behind the bastion at its private address."""
+    return private_ip(index) if BASTION == "1" and index > 0 else host_ip(index)
+
+
+def worker_addresses(index: int) -> list[str]:
+    """Every address of a worker (LAB_BASTION=1): what the controller must not reach."""
+    return [private_ip(index), *([data_ip(index)] if NICS == "2" else [])]
+
+
+def block_rules() -> list[list[str]]:
+    """This lab's rules in the controller's OUTPUT chain, as iptables -D arguments."""
+    if shutil.which("iptables") is None:
+        return []
+    listed = subprocess.run(["iptables", "-S", "OUTPUT"], capture_output=True, text=True, check=True).stdout
+    rules = [shlex.split(line) for line in listed.splitlines() if line.startswith("-A OUTPUT ")]
+    return [
+        ["-D", *rule[1:]]
+        for rule in rules
+        if "--comment" in rule and rule[rule.index("--comment") + 1 :][:1] == [BLOCK_COMMENT]
+    ]
+
+
+def unblock() -> None:
+    for rule in block_rules():
+        subprocess.run(["iptables", *rule], check=True)
+
+
+def block(addresses: list[str]) -> None:
+    """The controller cannot reach these addresses any more (REJECT: a clear error, not a wait)."""
+    for address in addresses:
+        rule = ["OUTPUT", "-d", f"{address}/32", "-m", "comment", "--comment", BLOCK_COMMENT, "-j", "REJECT"]
+        if subprocess.run(["iptables", "-C", *rule], capture_output=True).returncode != 0:
+            subprocess.run(["iptables", "-I", *rule], check=True)
+
+
 def check_flavour() -> None:
     if DISTRO not in DISTROS:
         sys.exit(f"lab: LAB_DISTRO={DISTRO} is not one of {', '.join(DISTROS)}")
@@ -143,6 +202,8 @@ def check_flavour() -> None:
         sys.exit(f"lab: LAB_SSH_USER={SSH_USER!r} is not a user name (lower case letters, digits, _ and -)")
     if NICS not in ("1", "2"):
         sys.exit(f"lab: LAB_NICS={NICS} must be 1 or 2")
+    if BASTION not in ("0", "1"):
+        sys.exit(f"lab: LAB_BASTION={BASTION} must be 0 or 1")
 
 
 def ensure_network(name: str, subnet: ipaddress.IPv4Network, *options: str) -> None:
@@ -167,10 +228,14 @@ def ensure_container(name: str, index: int, existing: dict[str, dict]) -> None:
         return
     # podman orders a container's NICs as it likes (the data network came up as eth0 on some
     # hosts): name them.
-    networks = ["--network", f"{LAB}:ip={host_ip(index)},interface_name=eth0"]
+    behind = BASTION == "1" and index > 0
+    first = f"{PRIVATE_NETWORK}:ip={private_ip(index)}" if behind else f"{LAB}:ip={host_ip(index)}"
+    networks = ["--network", f"{first},interface_name=eth0"]
     if NICS == "2":
         networks += ["--network", f"{DATA_NETWORK}:ip={data_ip(index)},interface_name=eth1"]
-    log(f"creating {name} ({host_ip(index)}{', data ' + data_ip(index) if NICS == '2' else ''}; {FLAVOUR})")
+    if BASTION == "1" and not behind:
+        networks += ["--network", f"{PRIVATE_NETWORK}:ip={private_ip(index)},interface_name=eth{NICS}"]
+    log(f"creating {name} ({ssh_address(index)}{', data ' + data_ip(index) if NICS == '2' else ''}; {FLAVOUR})")
     podman(
         "run",
         "-d",
@@ -194,12 +259,14 @@ def ensure_container(name: str, index: int, existing: dict[str, dict]) -> None:
     )
 
 
-def ssh(user: str, ip: str, command: str) -> subprocess.CompletedProcess:
-    argv = ["ssh", "-i", str(KEY), *SSH_OPTS, f"{user}@{ip}", command]
+def ssh(user: str, ip: str, command: str, behind: bool = False) -> subprocess.CompletedProcess:
+    argv = ["ssh", "-i", str(KEY), *SSH_OPTS, *(jump_args() if behind else []), f"{user}@{ip}", command]
     return subprocess.run(argv, capture_output=True, text=True, timeout=30)
 
 
-def wait_ready(name: str, ip: str, pubkey: str) -> None:
+def wait_ready(name: str, index: int, pubkey: str) -> None:
+    ip = ssh_address(index)
+    behind = BASTION == "1" and index > 0
     deadline = time.monotonic() + READY_TIMEOUT
     state = ""
     while time.monotonic() < deadline:
@@ -211,19 +278,19 @@ def wait_ready(name: str, ip: str, pubkey: str) -> None:
         sys.exit(f"lab: {name} did not finish booting in {READY_TIMEOUT}s (systemd says {state!r})")
     podman("exec", "-i", name, "sh", "-c", LOGIN_SETUP, "lab-login", SSH_USER, stdin=pubkey)
     while time.monotonic() < deadline:
-        try:
-            with socket.create_connection((ip, 22), timeout=2):
-                break
-        except OSError:
-            time.sleep(0.5)
+        listening = podman("exec", name, "ss", "-Htln", "sport = :22", check=False).stdout.strip()
+        if listening:
+            break
+        time.sleep(0.5)
     else:
-        sys.exit(f"lab: sshd on {name} ({ip}:22) did not answer in {READY_TIMEOUT}s")
-    # Log in as the inventory will; a non-root user must get root through sudo without a password.
+        sys.exit(f"lab: sshd on {name} did not listen on port 22 in {READY_TIMEOUT}s")
+    # Log in as the inventory will (through the head for a worker behind it); a non-root user
+    # must get root through sudo without a password.
     probe = "true" if SSH_USER == "root" else "sudo -n true"
-    login = ssh(SSH_USER, ip, probe)
+    login = ssh(SSH_USER, ip, probe, behind)
     if login.returncode != 0:
         sys.exit(f"lab: {SSH_USER}@{name} ({ip}) cannot log in and run {probe!r}: {login.stderr.strip()}")
-    if SSH_USER != "root" and ssh("root", ip, "true").returncode == 0:
+    if SSH_USER != "root" and ssh("root", ip, "true", behind).returncode == 0:
         sys.exit(f"lab: {name} still accepts root logins over SSH")
 
 
@@ -238,6 +305,7 @@ def data_device(name: str, index: int) -> str:
 def write_inventory(count: int, comm_device: str | None) -> None:
     names = host_names(count)
     nics = f", data network {DATA_NETWORK} on {comm_device}" if comm_device else ""
+    nics += ", the workers only through the head" if BASTION == "1" else ""
     lines = [
         f"# Generated by lab/lab.py for the {count}-node lab ({DISTRO}, SSH as {SSH_USER}{nics});",
         "# `make lab-down` removes it.",
@@ -251,6 +319,7 @@ def write_inventory(count: int, comm_device: str | None) -> None:
         "    ansible_host_key_checking: false",
         "    ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
         f"    lab_distro: {DISTRO}",
+        *(["    lab_workers_behind_head: true"] if BASTION == "1" else []),
         *(
             [
                 "    # SSH and the default route on the first network, Ray and the collectives on the data network.",
@@ -266,11 +335,26 @@ def write_inventory(count: int, comm_device: str | None) -> None:
         "          hosts:",
         f"            {names[0]}:",
         f"              ansible_host: {host_ip(0)}",
+        *(
+            [
+                "              # Ray on the network the workers are on (the head's default route is the controller's).",
+                f"              rlinf_comm_net_device: eth{NICS}",
+            ]
+            if BASTION == "1" and not comm_device
+            else []
+        ),
         "        ray_workers:",
         "          hosts:" if count > 1 else "          hosts: {}",
     ]
     for index, name in enumerate(names[1:], start=1):
-        lines += [f"            {name}:", f"              ansible_host: {host_ip(index)}"]
+        lines += [f"            {name}:", f"              ansible_host: {ssh_address(index)}"]
+        if BASTION == "1":
+            lines += [
+                "              # Only through the head: the controller cannot reach this host.",
+                "              ansible_ssh_common_args: >-",
+                "                -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+                f"                -F {SSH_CONFIG} -o ProxyJump={JUMP_HOST}",
+            ]
     text = "\n".join(lines) + "\n"
     if not DEFAULT_LAB:
         INVENTORY.parent.mkdir(parents=True, exist_ok=True)
@@ -294,6 +378,12 @@ def up(count: int) -> None:
     if NICS == "2":
         # --internal: no gateway, so the default route (and ansible_default_ipv4) stays on the first NIC.
         ensure_network(DATA_NETWORK, DATA_SUBNET, "--internal")
+    if BASTION == "1":
+        if count < 2:
+            sys.exit("lab: LAB_BASTION=1 needs workers behind the head: --nodes 2 or more")
+        # No gateway: the head's default route stays on the first network; the workers route through the head.
+        # --disable-dns: no address of the controller on that bridge either.
+        ensure_network(PRIVATE_NETWORK, PRIVATE_SUBNET, "--internal", "--disable-dns")
     existing = {c["Names"][0]: c for c in lab_containers()}
     wanted = host_names(count)
     for extra in sorted(set(existing) - set(wanted)):
@@ -301,8 +391,12 @@ def up(count: int) -> None:
         podman("rm", "-f", "-t", "0", extra)
     for index, name in enumerate(wanted):
         ensure_container(name, index, existing)
+    if BASTION == "1":
+        behind_the_head(wanted)
     for index, name in enumerate(wanted):
-        wait_ready(name, host_ip(index), pubkey)
+        wait_ready(name, index, pubkey)
+    if BASTION == "1":
+        cut_off(wanted)
     comm_device = None
     if NICS == "2":
         devices = {name: data_device(name, index) for index, name in enumerate(wanted)}
@@ -310,7 +404,44 @@ def up(count: int) -> None:
             sys.exit(f"lab: the data network has different device names on the hosts: {devices}")
         comm_device = next(iter(devices.values()))
     write_inventory(count, comm_device)
-    log(f"{count} hosts ready ({DISTRO}, SSH as {SSH_USER}, NICs: {NICS}): {', '.join(wanted)}")
+    behind = ", workers only through the head" if BASTION == "1" else ""
+    log(f"{count} hosts ready ({DISTRO}, SSH as {SSH_USER}, NICs: {NICS}{behind}): {', '.join(wanted)}")
+
+
+def behind_the_head(names: list[str]) -> None:
+    """LAB_BASTION=1: the workers route through the head, the controller cannot reach them (a
+    REJECT rule: without it a packet to them takes the controller's default route), and ssh
+    reaches them through the head (ProxyJump, the key in SSH_CONFIG)."""
+    for name in names[1:]:
+        podman("exec", name, "ip", "route", "replace", "default", "via", private_ip(0))
+    SSH_CONFIG.write_text(
+        "# Generated by lab/lab.py: the head, the jump host the workers are reached through.\n"
+        f"Host {JUMP_HOST}\n"
+        f"  HostName {host_ip(0)}\n"
+        f"  User {SSH_USER}\n"
+        f"  IdentityFile {KEY}\n"
+        "  IdentitiesOnly yes\n"
+        "  BatchMode yes\n"
+        "  StrictHostKeyChecking no\n"
+        "  UserKnownHostsFile /dev/null\n"
+        "  LogLevel ERROR\n"
+    )
+    block([address for index in range(1, len(names)) for address in worker_addresses(index)])
+
+
+def cut_off(names: list[str]) -> None:
+    """No address of a worker answers the controller (LAB_BASTION=1)."""
+    for index, name in enumerate(names[1:], start=1):
+        for address in worker_addresses(index):
+            try:
+                socket.create_connection((address, 22), timeout=2).close()
+            except OSError:
+                continue
+            sys.exit(f"lab: the controller still reaches {name} at {address}:22; the bastion lab needs it cut off")
+
+
+def jump_args() -> list[str]:
+    return ["-F", str(SSH_CONFIG), "-o", f"ProxyJump={JUMP_HOST}"]
 
 
 def down() -> None:
@@ -318,13 +449,14 @@ def down() -> None:
     if names:
         podman("rm", "-f", "-t", "0", *names)
         log(f"removed {', '.join(sorted(names))}")
-    for network in (LAB, DATA_NETWORK):
+    unblock()
+    for network in (LAB, DATA_NETWORK, PRIVATE_NETWORK):
         owner = podman("network", "inspect", "--format", f'{{{{index .Labels "{LABEL}"}}}}', network, check=False)
         # The main network predates its label; the data network is removed only when it is this lab's.
         if owner.returncode == 0 and (network == LAB or owner.stdout.strip() == LAB):
             podman("network", "rm", "-f", network)
             log(f"removed network {network}")
-    for path in (INVENTORY, KEY, KEY.with_suffix(".pub")):
+    for path in (INVENTORY, KEY, KEY.with_suffix(".pub"), SSH_CONFIG):
         path.unlink(missing_ok=True)
     if not DEFAULT_LAB:
         (INVENTORY.parent / "group_vars").unlink(missing_ok=True)

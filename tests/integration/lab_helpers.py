@@ -137,11 +137,22 @@ def fake_checkout(root: Path, marker: str) -> Path:
     return root
 
 
+def ssh_options(address: str) -> list[str]:
+    """ssh's options for a lab host: the inventory's own for that host (a worker behind the head:
+    ProxyJump, LAB_BASTION=1), else the lab's."""
+    data = lab_inventory()
+    for group in data["all"]["children"]["rlinf_cluster"]["children"].values():
+        for hostvars in (group.get("hosts") or {}).values():
+            if hostvars.get("ansible_host") == address and "ansible_ssh_common_args" in hostvars:
+                return shlex.split(hostvars["ansible_ssh_common_args"])
+    return list(SSH_OPTS)
+
+
 def ssh_argv(address: str, command: str) -> list[str]:
     """ssh running ``command`` as root on a lab host, as the inventory's user (through sudo unless root)."""
     user = lab_user()
     remote = command if user == "root" else f"sudo -n -H bash -c {shlex.quote(command)}"
-    return ["ssh", "-i", lab_key(), *SSH_OPTS, f"{user}@{address}", remote]
+    return ["ssh", "-i", lab_key(), *ssh_options(address), f"{user}@{address}", remote]
 
 
 def ssh(address: str, command: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:

@@ -75,7 +75,11 @@ def test_rsync_marker_on_every_node_and_idempotent(tmp_path):
         # before may have synced another checkout on this lab, and its record stays for purge).
         records = json.loads(ssh(head, f"{VENV_PY} -c {shlex.quote(READ_RECORDS)} {RECORDS}").stdout)
         assert [r for r in records if r.get("dest") == dest] == [
-            {"dest": dest, "files": ["marker_driver.py", "pyproject.toml", "rlinf/__init__.py"], "dirs": ["rlinf"]}
+            {
+                "dest": dest,
+                "files": ["marker_driver.py", "pyproject.toml", "rlinf/__init__.py"],
+                "dirs": ["rlinf", "logs"],
+            }
         ], records
     finally:
         remove_everywhere(hosts, dest, RECORDS)

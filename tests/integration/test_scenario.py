@@ -1,7 +1,8 @@
 """A lab flavour end to end on fresh hosts: site.yml, Ray and the collectives on the NIC the
-inventory names, a no-op re-run, status, teardown, rebuild and purge, run by lab/scenario.sh
-on a lab of its own (`make test-fleet`: trixie, an SSH user with sudo, a management NIC and a
-data NIC). The tests run in file order and share the lab.
+inventory names, a no-op re-run, status, the code pushed by rsync and by package, teardown,
+rebuild and purge, run by lab/scenario.sh on a lab of its own (`make test-fleet`: trixie, an
+SSH user with sudo, a management NIC and a data NIC, the worker reached only through the head
+with ProxyJump). The tests run in file order and share the lab.
 
 With a non-root SSH user the controller refuses sudo, as an operator's workstation does
 (sudo there asks for a password): a task run on the controller that asks for become fails.
@@ -10,11 +11,13 @@ With a non-root SSH user the controller refuses sudo, as an operator's workstati
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
+import time
 
 import pytest
 from lab_helpers import (
-    SSH_OPTS,
+    fake_checkout,
     lab_inventory,
     lab_key,
     lab_user,
@@ -23,6 +26,7 @@ from lab_helpers import (
     run_playbook,
     run_status,
     ssh,
+    ssh_options,
     wait_for_alive,
 )
 
@@ -30,9 +34,11 @@ pytestmark = [pytest.mark.lab, pytest.mark.scenario]
 
 # Debian's python3 per release (what the venv is made from).
 DISTRO_PYTHON = {"bullseye": "3.9", "bookworm": "3.11", "trixie": "3.13"}
+# Where the rsync test puts the code.
+CODE_DEST = "/srv/rlinf-fleet-code"
 INSTALLED = (
     "/opt/rlinf/venv /opt/rlinf/wheelhouse /etc/rlinf/rlinf.env /etc/rlinf/ray-auth-token"
-    " /etc/systemd/system/rlinf-ray.service /etc/profile.d/rlinf.sh /etc/rlinf/state"
+    f" /etc/systemd/system/rlinf-ray.service /etc/profile.d/rlinf.sh /etc/rlinf/state {CODE_DEST}"
 )
 # Stands in for sudo on the controller: refuses, as sudo without a password does.
 CONTROLLER_SUDO = """#!/bin/sh
@@ -112,6 +118,18 @@ def test_site_brings_up_the_fresh_hosts(tmp_path, hosts, head, ray_addresses):
     assert_ranks_follow_inventory(alive(head, hosts, ray_addresses), ray_addresses)
 
 
+def test_the_controller_reaches_the_workers_only_through_the_head(hosts, ray_addresses):
+    """LAB_BASTION=1: site.yml above reached the worker with ProxyJump (the module transport and
+    the wheelhouse push); no address of it answers the controller directly."""
+    if not lab_inventory()["all"]["vars"].get("lab_workers_behind_head"):
+        pytest.skip("this lab's workers are reached directly (LAB_BASTION=1 puts them behind the head)")
+    for name in list(hosts)[1:]:
+        assert "ProxyJump=" in " ".join(ssh_options(hosts[name])), f"{name} is not reached through the head"
+        for address in (hosts[name], ray_addresses[name]):
+            with pytest.raises(OSError):
+                socket.create_connection((address, 22), timeout=3).close()
+
+
 def test_ray_and_the_collectives_use_the_named_nic(hosts, head, ray_device, ray_addresses):
     nodes = alive(head, hosts, ray_addresses)
     assert sorted(nodes) == sorted(ray_addresses.values()), f"Ray's node addresses: {sorted(nodes)}"
@@ -138,7 +156,7 @@ def test_logins_are_the_inventory_user_and_root_only_through_sudo(hosts):
     user = lab_user()
     for name, address in hosts.items():
         as_user = subprocess.run(
-            ["ssh", "-i", lab_key(), *SSH_OPTS, "-o", "BatchMode=yes", f"{user}@{address}", "id -un"],
+            ["ssh", "-i", lab_key(), *ssh_options(address), "-o", "BatchMode=yes", f"{user}@{address}", "id -un"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -146,7 +164,7 @@ def test_logins_are_the_inventory_user_and_root_only_through_sudo(hosts):
         assert as_user.returncode == 0 and as_user.stdout.strip() == user, (name, as_user.stdout, as_user.stderr)
         if user != "root":
             as_root = subprocess.run(
-                ["ssh", "-i", lab_key(), *SSH_OPTS, "-o", "BatchMode=yes", f"root@{address}", "true"],
+                ["ssh", "-i", lab_key(), *ssh_options(address), "-o", "BatchMode=yes", f"root@{address}", "true"],
                 capture_output=True,
                 text=True,
                 timeout=60,
@@ -171,6 +189,29 @@ def test_status_finds_the_cluster_at_the_ray_addresses(tmp_path, hosts, distro, 
     ]
     pythons = {n["python"].rsplit(".", 1)[0] for n in report["nodes"]}
     assert pythons == {DISTRO_PYTHON[distro]}, report["nodes"]
+
+
+def test_the_code_reaches_every_node_by_rsync_and_by_package(tmp_path, hosts, head, ray_addresses):
+    """The code push (rsync over Ansible's own ssh arguments: ProxyJump to a worker behind the
+    head), by rsync into a checkout, then as a wheel installed in the venv."""
+    marker = f"fleet-{time.time_ns()}"
+    src = fake_checkout(tmp_path / "RLinf", marker)
+    extra = {"rlinf_code_sync": "rsync", "rlinf_src": str(src), "rlinf_code_dest": CODE_DEST}
+    run = run_playbook("tests/integration/data/code_sync.yml", tmp_path, extravars=extra)
+    assert run.rc == 0, run.stdout[-3000:]
+    for name, address in hosts.items():
+        listing = ssh(address, f"cd {CODE_DEST} && find . -type f | sort").stdout.split()
+        assert listing == ["./marker_driver.py", "./pyproject.toml", "./rlinf/__init__.py"], (name, listing)
+        assert marker in ssh(address, f"cat {CODE_DEST}/rlinf/__init__.py").stdout, name
+    extra = {"rlinf_code_sync": "package", "rlinf_src": str(src), "code_sync_wheel_dir": str(tmp_path / "wheels")}
+    run = run_playbook("site.yml", tmp_path, extravars=extra)
+    assert run.rc == 0, run.stdout[-3000:]
+    for name, address in hosts.items():
+        where = "cd / && /opt/rlinf/venv/bin/python -c 'import rlinf; print(rlinf.__version__, rlinf.__file__)'"
+        version, path = ssh(address, where).stdout.split()
+        assert version == marker and path.startswith("/opt/rlinf/venv/lib/"), (name, version, path)
+    # The new wheel restarted Ray; the cluster is whole again with its ranks.
+    assert_ranks_follow_inventory(alive(head, hosts, ray_addresses), ray_addresses)
 
 
 def test_teardown_stops_ray_and_keeps_the_files(tmp_path, hosts):
