@@ -125,8 +125,8 @@ def comment(text, width: int = 110) -> str:
 
 def defaults_file(role: str, names: list[str], table: dict, schema: dict) -> str:
     """One variable a paragraph: its description as a comment, then its default."""
-    # ansible-lint wants a role's variables named after it; a shared name is on purpose. A role
-    # without tasks (cluster_defaults) is not checked.
+    # ansible-lint wants a role's variables named after it; a shared name is on purpose. For a role
+    # without tasks (cluster_defaults, shared names only) it only warns, as it always did.
     checked = (ROOT / "roles" / role / "tasks").is_dir()
     out = ["---\n", HEADER]
     for name in names:
