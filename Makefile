@@ -33,7 +33,8 @@ help:
 	@echo "make lab-down   remove the lab (containers, networks, key, generated inventory)"
 	@echo "make unit       fast tests of pure logic, no hosts, no playbooks"
 	@echo "make sanity     ansible-test sanity on the built collection (part of make lint; needs PyPI only)"
-	@echo "make generate   write docs/plan.schema.json from the typed plan (make unit fails when it is stale)"
+	@echo "make generate   write docs/plan.schema.json, the roles' defaults and argument specs, docs/variables.md's table"
+	@echo "                (make unit and make lint-static fail when one is stale)"
 	@echo "make mutate     mutation run over the plan, rules, firewall, render, restart and owned-files logic (~10 min, one core)"
 	@echo "make controller playbooks and tools run on the controller alone (the built artifact, docs, the refusals), no hosts"
 	@echo "make test-fleet trixie hosts, a non-root SSH user with sudo, a management and a data NIC, a worker behind the head, on a lab of its own"
@@ -82,6 +83,7 @@ lint-static: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/ansible-lint
+	$(BIN)/python tools/generate_vars.py --check
 	$(BIN)/pytest -q -p no:cacheprovider tests/unit/test_role_specs.py
 	$(BIN)/antsibull-docs lint-collection-docs --plugin-docs .
 	$(BIN)/antsibull-changelog lint
@@ -111,10 +113,12 @@ sanity: venv
 unit: venv
 	$(BIN)/pytest -q tests/unit
 
-# The plan's JSON Schema, from plugins/plugin_utils/plan_types.py (tests/unit/test_plan_types.py).
+# The plan's JSON Schema, from plugins/plugin_utils/plan_types.py (tests/unit/test_plan_types.py); the roles'
+# defaults and argument specs and docs/variables.md's table, from tools/*.yml and schema.py (tools/generate_vars.py).
 generate: venv
 	PYTHONPATH=collections $(BIN)/python -m ansible_collections.rlinf.cluster.plugins.plugin_utils.plan_types \
 	  > docs/plan.schema.json
+	$(BIN)/python tools/generate_vars.py
 
 controller: venv
 	$(BIN)/pytest -q tests/controller

@@ -1,8 +1,8 @@
 """Every user-facing variable: its default, the rule its value must pass and where it applies.
 
 One table, read by the plan (plugins/plugin_utils/plan.py) in one pass over the inventory
-before any host is contacted. Defaults here are the roles' defaults (a unit test keeps
-them equal). Scope:
+before any host is contacted. Defaults here are the roles' defaults: tools/generate_vars.py
+writes them into roles/*/defaults/main.yml and meta/argument_specs.yml (make generate). Scope:
 
 - ``node``: read on every Ray node; may differ between hosts.
 - ``cluster``: read on every Ray node; must be the same on all of them (one Ray version,

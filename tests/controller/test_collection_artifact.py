@@ -36,7 +36,7 @@ TOP_LEVEL = {
     "requirements.yml",
     "roles",
 }
-# Of the checkout, never in the artifact: the lab, the tests, CI, bench, the dev tooling.
+# Of the checkout, never in the artifact: the lab, the tests, CI, bench, the dev tooling (tools/: the generator).
 CHECKOUT_ONLY = {
     ".ci",
     ".lab",
@@ -52,6 +52,7 @@ CHECKOUT_ONLY = {
     "pyproject.toml",
     "requirements",
     "tests",
+    "tools",
 }
 # Directories a user of the installed collection needs whole: every file the checkout has
 # there must be packed (a new role file or plugin that the manifest misses fails here).

@@ -1,4 +1,5 @@
-"""The schema's defaults are the roles' defaults: one value, written in two places, kept equal."""
+"""Every role default a user sets is a setting the schema checks, and docs/variables.md states each rule as
+the schema checks it. The defaults themselves are generated from the schema (tests/unit/test_generated_vars.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,6 @@ import yaml
 from ansible_collections.rlinf.cluster.plugins.plugin_utils.schema import BY_NAME, TOPOLOGY_VARS
 
 ROOT = Path(__file__).resolve().parents[2]
-# Settings of one run (-e), read by the playbooks, that no role has a default for.
-RUN_ONLY = {"teardown_purge", "teardown_confirm", "node", "remove_node_confirm", "rlinf_entry", "cluster_plan_path"}
-# Host variables whose absence means "derived" (no default anywhere).
-HOST_ONLY = {"easytier_ipv4"}
 
 
 def role_defaults() -> dict[str, dict]:
@@ -21,25 +18,6 @@ def role_defaults() -> dict[str, dict]:
         for name, value in (yaml.safe_load(path.read_text()) or {}).items():
             found.setdefault(name, {})[path.parts[-3]] = value
     return found
-
-
-def test_every_schema_default_equals_the_role_default():
-    defaults = role_defaults()
-    wrong, missing = [], []
-    for name, var in BY_NAME.items():
-        if name in RUN_ONLY | HOST_ONLY:
-            continue
-        if name not in defaults:
-            missing.append(name)
-            continue
-        for role, value in defaults[name].items():
-            computed = isinstance(value, str) and "{{" in value
-            if var.default is None and computed:
-                continue  # computed on the controller (the plan computes the same place)
-            if value != var.default:
-                wrong.append(f"{name}: schema {var.default!r}, roles/{role} {value!r}")
-    assert not missing, f"no role default for {missing}"
-    assert not wrong, wrong
 
 
 def test_every_role_default_a_user_sets_is_in_the_schema():
