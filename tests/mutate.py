@@ -18,7 +18,7 @@ which names the function, the operator and the source it changes, not its line, 
 file's share ``SHARE``), so an unrelated edit elsewhere does not change which sites run. The
 output says how many sites each file has and how many ran.
 
-    .venv/bin/python tests/mutate.py [--list] [--file plan.py] [--all] [--jobs N]
+    .venv/bin/python tests/mutate.py [--list] [--file static.py] [--all] [--jobs N]
 """
 
 from __future__ import annotations
@@ -45,27 +45,33 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 MU = "plugins/module_utils/"
 PU = "plugins/plugin_utils/"
+# The plan is a package of modules (plugins/plugin_utils/plan/), one per step; the unit tests of
+# the plan cover each of them. __init__.py only re-exports.
+PLAN = PU + "plan/"
+PLAN_MODULES = ("static.py", "purposes.py", "resolution.py", "outputs.py", "common.py")
+
+PLAN_TESTS = [
+    "test_plan.py",
+    "test_plan_day2.py",
+    "test_firewall_rules.py",
+    "test_metrics_plan.py",
+    "test_host_firewall.py",
+    "test_disk.py",
+    "test_auth_token.py",
+    "test_controller_paths.py",
+    "test_never_adopt.py",
+    "test_node_path_roots.py",
+    "test_pip_options.py",
+    "test_secret_env.py",
+    "test_ray_unit_sandbox.py",
+    "test_plan_contract.py",
+    "test_plan_types.py",
+]
 
 # Each source file and the unit test files that cover it, the likeliest killers first (pytest -x
 # stops at the first failure, so a killed mutant costs only the tests before it).
 COVER: dict[str, list[str]] = {
-    PU + "plan.py": [
-        "test_plan.py",
-        "test_plan_day2.py",
-        "test_firewall_rules.py",
-        "test_metrics_plan.py",
-        "test_host_firewall.py",
-        "test_disk.py",
-        "test_auth_token.py",
-        "test_controller_paths.py",
-        "test_never_adopt.py",
-        "test_node_path_roots.py",
-        "test_pip_options.py",
-        "test_secret_env.py",
-        "test_ray_unit_sandbox.py",
-        "test_plan_contract.py",
-        "test_plan_types.py",
-    ],
+    **{PLAN + name: PLAN_TESTS for name in PLAN_MODULES},
     PU + "rules.py": [
         "test_rules.py",
         "test_plan.py",
@@ -82,8 +88,8 @@ COVER: dict[str, list[str]] = {
 }
 
 # The share of each file's sites that runs (1.0: all), so that the whole run stays near ten
-# minutes on one core. plan.py and rules.py are the large ones.
-SHARE: dict[str, float] = {PU + "plan.py": 0.4, PU + "rules.py": 0.4}
+# minutes on one core. The plan's modules and rules.py are the large ones.
+SHARE: dict[str, float] = {**{PLAN + name: 0.4 for name in PLAN_MODULES}, PU + "rules.py": 0.4}
 
 SWAP_CMP = {
     ast.Lt: ast.LtE,
@@ -295,8 +301,8 @@ def write(target: Path, text: str, stamp: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="list the sites that would run and exit")
-    parser.add_argument("--file", action="append", help="only these source files (basename, e.g. plan.py)")
-    parser.add_argument("--all", action="store_true", help="every site, no sampling (slow: plan.py and rules.py)")
+    parser.add_argument("--file", action="append", help="only these source files (basename, e.g. static.py)")
+    parser.add_argument("--all", action="store_true", help="every site, no sampling (slow: plan/ and rules.py)")
     parser.add_argument("--verbose", "-v", action="store_true", help="print every mutant's outcome")
     args = parser.parse_args()
 

@@ -1,6 +1,6 @@
 """Ray's ports and the addresses allowed to reach them, for the opt-in firewall.
 
-Plain Python over the plan's nodes (plugins/plugin_utils/plan.py), no Ansible imports.
+Plain Python over the plan's nodes (plugins/plugin_utils/plan/), no Ansible imports.
 
 Ray picks most of its ports at random unless ``ray start`` pins them; with the firewall on,
 the plan pins every one of them (``pinned_port_args``) from the same port table the rules

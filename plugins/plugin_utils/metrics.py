@@ -1,6 +1,6 @@
 """Opt-in metrics (rlinf_metrics_enabled): which host scrapes, what it scrapes, and the files that say so.
 
-Plain Python over the plan (plugins/plugin_utils/plan.py). One Prometheus, from Debian's package,
+Plain Python over the plan (plugins/plugin_utils/plan/). One Prometheus, from Debian's package,
 runs on the scraper (``rlinf_metrics_host``, the head by default; a Ray node, so it reaches
 every Ray address, the overlay's included). It scrapes, at each node's Ray address (not the
 SSH one): every Ray node's metrics export port (pinned while metrics are on), the head's

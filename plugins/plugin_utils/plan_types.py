@@ -1,7 +1,7 @@
 # Copyright (c) rlinf-ansible maintainers
 # Apache-2.0 (see galaxy.yml)
 """The plan's contract, typed: every field a role or playbook may read of ``rlinf_plan`` (a
-``ClusterPlan``) and ``rlinf_node`` (a ``NodePlan``). plan.py builds plain dicts of these shapes;
+``ClusterPlan``) and ``rlinf_node`` (a ``NodePlan``). The plan (plan/) builds plain dicts of these shapes;
 tests/unit/test_plan_types.py checks computed plans against them field by field (no field missing,
 none unknown), and docs/plan.schema.json is generated from them (``make generate``).
 

@@ -1,4 +1,4 @@
-"""The cluster plan (plugins/plugin_utils/plan.py): static checks, the address rule, what each node gets."""
+"""The cluster plan (plugins/plugin_utils/plan/): static checks, the address rule, what each node gets."""
 
 from __future__ import annotations
 

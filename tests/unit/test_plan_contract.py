@@ -1,6 +1,6 @@
 """The roles' contract with the plan: every field a role, playbook or template reads from
 ``rlinf_plan`` (the whole plan) or ``rlinf_node`` (this host's part) exists in a plan the Python
-side computes. A rename in plan.py that a YAML file still reads fails here, not on a lab.
+side computes. A rename in the plan (plugins/plugin_utils/plan/) that a YAML file still reads fails here, not on a lab.
 
 The plans are the union of what the playbooks bind: a resolved site plan with metrics, the
 firewall, auth and a user-run Ray, and a remove-node plan (its ``removal``)."""

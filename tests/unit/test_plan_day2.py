@@ -1,4 +1,4 @@
-"""Day-2 decisions of the plan (plugins/plugin_utils/plan.py): where the controller keeps its
+"""Day-2 decisions of the plan (plugins/plugin_utils/plan/): where the controller keeps its
 state, which nodes a run restarts and whether a driver forbids it, removing any worker, the
 wheelhouses a new pin needs, the Ray version token authentication needs."""
 

@@ -1,4 +1,4 @@
-"""The typed plan (plugins/plugin_utils/plan_types.py) is the plan plan.py computes: every field of
+"""The typed plan (plugins/plugin_utils/plan_types.py) is the plan that plan/ computes: every field of
 every computed plan below is typed there (none unknown, none of the wrong type), every required field
 is in each, and docs/plan.schema.json is generated from the types."""
 
