@@ -66,6 +66,8 @@ PLAN_TESTS = [
     "test_ray_unit_sandbox.py",
     "test_plan_contract.py",
     "test_plan_types.py",
+    "test_disk_venv_install.py",
+    "test_plan_boundaries.py",
 ]
 
 # Each source file and the unit test files that cover it, the likeliest killers first (pytest -x
