@@ -80,6 +80,7 @@ COVER: dict[str, list[str]] = {
         "test_controller_paths.py",
         "test_node_path_roots.py",
         "test_pip_options.py",
+        "test_rules_boundaries.py",
     ],
     MU + "firewall.py": ["test_firewall_rules.py", "test_host_firewall.py", "test_metrics_plan.py", "test_plan.py"],
     MU + "render.py": ["test_render.py", "test_ray_unit_sandbox.py", "test_plan.py"],
