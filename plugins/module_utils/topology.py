@@ -29,6 +29,7 @@ Inventory contract read here (every name is documented in docs/validation.md):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.managed_env_vars import managed_env_problems
@@ -78,6 +79,9 @@ NVML_REASON = (
 RESERVED_LABELS = ("cluster", "node")
 # Inventory groups that can never be node groups.
 _SPECIAL_GROUPS = ("all", "ungrouped")
+# One GPU id as CUDA_VISIBLE_DEVICES takes it: an index, a GPU-/MIG- UUID (MIG-GPU-<uuid>/1/0).
+# Nothing systemd, the shell or the env file would read differently (quote, '$', ';', space, newline).
+_DEVICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./:-]*$")
 
 
 class TopologyError(ValueError):
@@ -150,6 +154,9 @@ def parse_device_ids(value) -> list[str] | None:
         raise ValueError(f"{type(value).__name__} is not a GPU list")
     if any(item == "" for item in items):
         raise ValueError("it has an empty entry")
+    odd = [item for item in items if not _DEVICE_ID.fullmatch(item)]
+    if odd:
+        raise ValueError(f"the id {odd[0]!r} is neither an index nor a GPU UUID")
     return items
 
 

@@ -666,6 +666,26 @@ def optional_controller_path(value):
     return controller_path(value)
 
 
+# An SSH key's file name (ssh-keygen's defaults, and their public halves).
+_SSH_KEY = re.compile(r"^id_(rsa|dsa|ecdsa|ed25519)(_sk)?(\.pub)?$")
+
+
+def controller_token_file(value):
+    """Empty, or the controller's copy of the Ray token: a controller path, never an SSH key's (a
+    key in ~/.ssh named by mistake would be shipped to every node as the token)."""
+    result = optional_controller_path(value)
+    if not result:
+        return result
+    segments = result.split("/")
+    if ".ssh" in segments[:-1] or _SSH_KEY.match(segments[-1]):
+        raise Bad(
+            "is an SSH key's path (in a .ssh directory, or named like id_ed25519), which the run would copy to "
+            "every node as the Ray token",
+            "leave it empty (the state directory's secrets/ray-auth-token) or name a file that holds only the token",
+        )
+    return result
+
+
 # Containers ---------------------------------------------------------------------------
 
 
@@ -732,14 +752,15 @@ def env_name(value):
 
 
 def env_value(value):
-    """A value systemd's EnvironmentFile and a POSIX shell read the same way, single-quoted."""
+    """A value systemd's EnvironmentFile and a POSIX shell read the same way, single-quoted (the env
+    files, env_file.render_env) or shell-quoted (launch.yml's script): '$', a backtick, '%', '#' or
+    a space inside the quotes stay as written; a quote, backslash or control character do not."""
     if value is None or isinstance(value, (Mapping, list, tuple)):
         raise Bad(f"is a {type(value).__name__}", "write a string or a number")
     result = ("1" if value else "0") if isinstance(value, bool) else str(value)
-    if re.search(r"['\\\n\r\x00$`]", result) or _CONTROL.search(result):
+    if re.search(r"['\\]", result) or _CONTROL.search(result):
         raise Bad(
-            "holds a quote, backslash, '$', backtick or control character, which systemd and the shell read "
-            "differently",
+            "holds a quote, backslash or control character, which systemd and the shell read differently",
             "use a plain value",
         )
     return result

@@ -1,6 +1,6 @@
 """Every user-facing variable: its default, the rule its value must pass and where it applies.
 
-One table, read by the plan (plugins/plugin_utils/plan.py) in one pass over the inventory
+One table, read by the plan (plugins/plugin_utils/plan/) in one pass over the inventory
 before any host is contacted. Defaults here are the roles' defaults: tools/generate_vars.py
 writes them into roles/*/defaults/main.yml and meta/argument_specs.yml (make generate). Scope:
 
@@ -72,6 +72,7 @@ _RAY_WRITES = "Ray may write it: not under /etc, a home directory itself or its 
 _PORT = "a port, 1..65535"
 _PINNED = "a port Ray pins, 1024..65535; distinct on one machine"
 _BOOL = "true or false"
+_ENV_VALUES = "values without a quote, backslash or control character ('$' and backticks stay as written)"
 _PIP_ARGS = "a list of pip options as pip reads them; none that changes where pip looks or writes, no package"
 
 VARS = (
@@ -125,7 +126,7 @@ VARS = (
         {},
         r.mapping_of(r.env_name, r.env_value, "environment variables"),
         "node",
-        "a mapping NAME: value; names [A-Za-z_][A-Za-z0-9_]*, not a managed one; plain values",
+        "a mapping NAME: value; names [A-Za-z_][A-Za-z0-9_]*, not a managed one; " + _ENV_VALUES,
     ),
     Var(
         "rlinf_secret_env_vars",
@@ -332,7 +333,7 @@ VARS = (
         {},
         r.mapping_of(r.env_name, r.env_value, "environment variables"),
         "run",
-        "a mapping NAME: value (plain values)",
+        "a mapping NAME: value; " + _ENV_VALUES,
     ),
     Var("rlinf_launch_allow_concurrent", False, r.boolean, "run", _BOOL),
     # Check and reports
@@ -378,7 +379,13 @@ VARS = (
     ),
     Var("rlinf_artifacts_dir", "", r.optional_controller_path, "cluster", "a directory on the controller"),
     Var("python_env_wheelhouse_dir", "", r.optional_controller_path, "cluster", "a directory on the controller"),
-    Var("ray_auth_controller_token_file", "", r.optional_controller_path, "cluster", "a path on the controller"),
+    Var(
+        "ray_auth_controller_token_file",
+        "",
+        r.controller_token_file,
+        "cluster",
+        "a path on the controller, never an SSH key's (~/.ssh/..., id_*)",
+    ),
     Var("code_sync_wheel_dir", "", r.optional_controller_path, "cluster", "a directory on the controller"),
     # launch.yml and remove-node.yml
     Var("rlinf_entry", "", r.text(), "run", "one line: the command launch.yml runs on the head"),

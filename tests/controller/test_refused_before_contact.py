@@ -1,5 +1,8 @@
 """Every bad value of the corpus is refused by validate.yml, site.yml and teardown (purge),
-naming the host and the variable, before any host is contacted.
+naming the host and the variable, before any host is contacted; every harmless odd value of
+good_values.yml is accepted. The plan alone judges each value too, set where its scope puts it
+(a cluster-wide value on every host), so a value is never counted as refused only because it
+differs between hosts.
 
 The inventories point every host at a TCP listener on loopback that counts connections: a
 run that tried SSH would be seen there. One inventory holds all the cases, one host each, so
@@ -20,6 +23,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import rules as r
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import schema
+
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = yaml.safe_load((Path(__file__).parent / "corpus" / "bad_values.yml").read_text())
 GOOD = yaml.safe_load((Path(__file__).parent / "corpus" / "good_values.yml").read_text())
@@ -28,7 +36,8 @@ PLAYBOOKS = {
     "site": ["site.yml"],
     "purge": ["teardown.yml", "-e", "teardown_purge=true", "-e", "teardown_confirm=yes"],
 }
-RUN_VARS = {"rlinf_launch_name", "rlinf_launch_env"}
+# Settings of the run, read on the head: the head holds every such case of the corpus.
+RUN_VARS = {var.name for var in schema.VARS if var.scope == "run"}
 
 
 class Listeners:
@@ -82,7 +91,7 @@ def host_of(index: int, case: dict) -> str:
     return "head" if case["var"] in RUN_VARS else f"w{index}"
 
 
-def write_inventory(path: Path, cases: list[dict], listeners: Listeners, overlay: bool) -> Path:
+def write_inventory(path: Path, cases: list[dict], listeners: Listeners, overlay: bool, shared: bool = False) -> Path:
     def where(index):
         host, port = listeners.address(index)
         return {"ansible_host": host, "ansible_port": port}
@@ -91,7 +100,9 @@ def write_inventory(path: Path, cases: list[dict], listeners: Listeners, overlay
     workers = {}
     for index, case in enumerate(cases, start=1):
         host = host_of(index - 1, case)
-        if host == "head":
+        if shared and case["scope"] == "cluster":
+            workers[host] = where(index)
+        elif host == "head":
             head_vars[case["var"]] = case["value"]
         else:
             workers[host] = {**where(index), case["var"]: case["value"]}
@@ -100,6 +111,9 @@ def write_inventory(path: Path, cases: list[dict], listeners: Listeners, overlay
         "ansible_user": "root",
         "ansible_ssh_common_args": "-o ConnectTimeout=2 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
     }
+    if shared:
+        # Good values: a cluster-wide one is set once for every host (group_vars/all).
+        top.update({case["var"]: case["value"] for case in cases if case["scope"] == "cluster"})
     children = {"ray_head": {"hosts": {"head": head_vars}}, "ray_workers": {"hosts": workers}}
     if overlay:
         top.update(easytier_enabled=True, easytier_network_secret="a-long-enough-test-secret")
@@ -138,21 +152,101 @@ def runs(tmp_path_factory, listener):
     return results
 
 
+def plan_problems(case: dict) -> tuple[str, list[str]]:
+    """The plan's sentences for one case alone, set where its scope puts it: a node value on one
+    worker, a cluster-wide (or overlay-wide) one on every host, a run's on the head."""
+    overlay = case["scope"] == "easytier"
+    base = {"easytier_enabled": True, "easytier_network_secret": "a-long-enough-test-secret"} if overlay else {}
+    groups = {"ray_head": ["head"], "ray_workers": ["w1", "w-good"]}
+    if overlay:
+        groups["easytier_bootstrap"] = ["bootstrap"]
+    names = [name for hosts in groups.values() for name in hosts]
+    hostvars = {name: {"ansible_host": f"192.0.2.{index + 1}", **base} for index, name in enumerate(names)}
+    target = "head" if case["var"] in RUN_VARS else "w1"
+    for name in names if case["scope"] in ("cluster", "easytier") else [target]:
+        hostvars[name][case["var"]] = case["value"]
+    try:
+        P.static_plan(groups, hostvars)
+    except PlanError as err:
+        return target, sentences(err.problems)
+    return target, []
+
+
+def test_each_bad_value_alone_is_refused_by_the_plan_naming_the_variable():
+    missed = []
+    for case in CORPUS:
+        target, found = plan_problems(case)
+        word = re.compile(rf"\b{re.escape(case['var'])}\b")
+        if case["scope"] in ("cluster", "easytier"):
+            named = [p for p in found if word.search(p) and "differs between hosts" not in p]
+        else:
+            named = [p for p in found if p.startswith(f"host '{target}'") and word.search(p)]
+        if not named:
+            missed.append(f"{case['var']}={case['value']!r}: {found[:1]}")
+        if case.get("secret"):
+            assert not any(str(case["value"]) in p for p in found), f"the secret of {case['var']} is shown"
+    assert not missed, "accepted: " + "; ".join(missed)
+
+
+def test_each_good_value_alone_passes_the_plan():
+    refused = {f"{case['var']}={case['value']!r}": plan_problems(case)[1] for case in GOOD}
+    assert not {k: v for k, v in refused.items() if v}
+
+
+def test_the_head_holds_one_case_per_run_setting():
+    for cases in (CORPUS, GOOD):
+        run_vars = [case["var"] for case in cases if case["var"] in RUN_VARS]
+        assert len(run_vars) == len(set(run_vars)), "a second case of a run setting would replace the first"
+        assert all(case["scope"] == "run" for case in cases if case["var"] in RUN_VARS)
+    shared = [case["var"] for case in GOOD if case["scope"] == "cluster"]
+    assert len(shared) == len(set(shared)), "good_values.yml sets a cluster-wide value once for every host"
+
+
 def test_the_corpus_covers_every_class():
-    assert len(CORPUS) >= 60
+    assert len(CORPUS) + len(GOOD) >= 249
     variables = {case["var"] for case in CORPUS}
-    for needed in (
-        "rlinf_venv_dir",
+    every = schema.VARS + schema.EASYTIER_VARS
+    paths = {
+        *schema.OWNED_PATHS,
+        *schema.OWNED_MEMBER_PATHS,
+        *schema.RAY_WRITABLE,
+        schema.PROFILE_PATH,
+        "rlinf_node_path_roots",
+        "firewall_nft_bin",
+        "rlinf_python",
+        "easytier_python",
+        *(var.name for var in every if var.rule in (r.optional_controller_path, r.controller_token_file)),
+    }
+    names = {
         "ray_node_unit_name",
+        "firewall_unit_name",
         "firewall_table",
-        "ray_port",
-        "ray_node_ip",
+        "rlinf_comm_net_device",
+        "easytier_dev_name",
+        "ray_node_user",
+        "easytier_network_name",
+        "easytier_pypi_package",
+        "easytier_bootstrap_address",
+        "rlinf_launch_name",
+        "rlinf_node_group",
+    }
+    options = {
+        "python_env_pip_extra_args",
+        "code_sync_pip_wheel_args",
+        "easytier_pip_download_args",
+        "ray_node_extra_args",
+        "code_sync_rsync_excludes",
         "python_env_extra_packages",
-        "rlinf_env_vars",
-        "ray_auth_token",
-        "easytier_network_secret",
-    ):
-        assert needed in variables
+        "python_env_no_deps_packages",
+        "python_env_ray_extras",
+        "rlinf_firewall_allowed_sources",
+        "rlinf_firewall_client_sources",
+        "rlinf_cuda_visible_devices",
+        "easytier_extra_flags",
+    }
+    secrets = {*schema.SECRETS, "rlinf_env_vars", "rlinf_launch_env", "ray_auth_controller_token_file"}
+    assert len(paths) >= 30
+    assert not (paths | names | options | secrets) - variables
 
 
 @pytest.mark.parametrize("overlay", [False, True], ids=["plain", "overlay"])
@@ -166,7 +260,10 @@ def test_every_bad_value_is_refused_naming_host_and_variable(runs, overlay, play
     missing = []
     for index, case in enumerate(cases):
         host = host_of(index, case)
-        line = re.compile(rf"host '{re.escape(host)}'[^\n]*\b{re.escape(case['var'])}\b")
+        # One sentence per mistake: the same one on several hosts names them all ("hosts w1, w7: ...").
+        line = re.compile(
+            rf"(host '{re.escape(host)}'|hosts [^:\n]*\b{re.escape(host)}\b[^:\n]*:)[^\n]*\b{re.escape(case['var'])}\b"
+        )
         if not line.search(out):
             missing.append(f"{host}: {case['var']}={case['value']!r}")
         if case.get("secret"):
@@ -189,7 +286,7 @@ def test_a_good_inventory_still_passes(tmp_path, listener):
 
 def test_harmless_odd_values_are_still_accepted(tmp_path, listener):
     assert {case["var"] for case in GOOD} >= {"rlinf_code_dest", "ray_temp_dir", "ray_node_writable_paths"}
-    inventory = write_inventory(tmp_path / "odd", GOOD, listener, overlay=False)
+    inventory = write_inventory(tmp_path / "odd", GOOD, listener, overlay=False, shared=True)
     result = run([*PLAYBOOKS["validate"], "-e", f"cluster_plan_path={tmp_path}/plan.json"], inventory)
     assert result.returncode == 0, result.stdout[-3000:]
     assert listener.accepted == 0

@@ -66,3 +66,21 @@ def test_the_plan_uses_the_normalised_controller_paths():
     assert controller["state_dir"] == "/srv/ctl/state"
     assert controller["token_file"] == "/srv/ctl/state/secrets/ray-auth-token"
     assert controller["report_path"] == "/srv/ctl/report.json"
+
+
+# The controller's token file is never an SSH key's path (issue 25: it would be shipped to every node).
+@pytest.mark.parametrize(
+    "value", ["/root/.ssh/id_ed25519", "/home/alice/.ssh/ray-token", "~/.ssh/id_rsa", "/srv/keys/id_ecdsa_sk"]
+)
+def test_an_ssh_key_path_as_the_controller_token_file_is_refused(value):
+    with pytest.raises(r.Bad) as err:
+        r.controller_token_file(value)
+    assert err.value.what == (
+        "is an SSH key's path (in a .ssh directory, or named like id_ed25519), which the run would copy to every "
+        "node as the Ray token"
+    )
+
+
+@pytest.mark.parametrize("value", ["", "/srv/ctl/secrets/ray-auth-token", "tokens/id", "/srv/ssh/ray-token"])
+def test_a_token_file_of_its_own_is_accepted(value):
+    assert r.controller_token_file(value) == value

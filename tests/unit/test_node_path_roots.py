@@ -280,3 +280,59 @@ def test_a_path_with_a_space_is_refused_as_before():
     assert "has a character systemd or the shell would read differently" in refusal(
         {"rlinf_code_dest": "/srv/my RLinf"}
     )
+
+
+# Paths of ours under the roots that are, hold or sit inside another path of ours (issue 25): a
+# directory synced with --delete, or one purge removes, must not be the venv or its parent.
+@pytest.mark.parametrize(
+    ("settings", "overlay", "sentence"),
+    [
+        (
+            {"code_sync_node_wheel_dir": "/opt/rlinf/venv"},
+            False,
+            "rlinf_venv_dir='/opt/rlinf/venv' and code_sync_node_wheel_dir='/opt/rlinf/venv' overlap",
+        ),
+        (
+            {"code_sync_node_wheel_dir": "/opt/rlinf"},
+            False,
+            "rlinf_venv_dir='/opt/rlinf/venv' and code_sync_node_wheel_dir='/opt/rlinf' overlap",
+        ),
+        (
+            {"code_sync_node_record_dir": "/opt/rlinf/venv/records"},
+            False,
+            "rlinf_venv_dir='/opt/rlinf/venv' and code_sync_node_record_dir='/opt/rlinf/venv/records' overlap",
+        ),
+        (
+            {"rlinf_launch_log_dir": "/opt/rlinf"},
+            False,
+            "rlinf_venv_dir='/opt/rlinf/venv' and rlinf_launch_log_dir='/opt/rlinf' overlap",
+        ),
+        (
+            {"easytier_base_dir": "/opt/rlinf"},
+            True,
+            "rlinf_venv_dir='/opt/rlinf/venv' and easytier_base_dir='/opt/rlinf' overlap",
+        ),
+        (
+            {"easytier_venv_dir": "/opt/rlinf/venv"},
+            True,
+            "rlinf_venv_dir='/opt/rlinf/venv' and easytier_venv_dir='/opt/rlinf/venv' overlap",
+        ),
+        (
+            {"easytier_config_dir": "/etc/rlinf"},
+            True,
+            "rlinf_env_file='/etc/rlinf/rlinf.env' and easytier_config_dir='/etc/rlinf' overlap",
+        ),
+    ],
+)
+def test_paths_of_ours_that_overlap_are_refused_naming_both(settings, overlay, sentence):
+    found = [p for p in problems_of(settings, overlay=overlay) if "overlap" in p]
+    assert found[0] in (
+        f"host 'w1': {sentence}; give each its own path.",
+        f"hosts h, w1: {sentence}; give each its own path.",
+    )
+
+
+def test_easytier_base_dir_may_hold_its_venv_and_config_dir():
+    settings = {"easytier_base_dir": "/opt/rlinf/et", "easytier_venv_dir": "/opt/rlinf/et/venv"}
+    found = problems_of({**settings, "easytier_config_dir": "/opt/rlinf/et/conf"}, overlay=True)
+    assert not [p for p in found if "overlap" in p or "easytier_base_dir" in p], found

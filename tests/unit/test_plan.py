@@ -105,6 +105,28 @@ def test_settings_of_one_node_that_collide_are_refused(extra, phrase):
     assert any(phrase in s and "w1" in s for s in found)
 
 
+@pytest.mark.parametrize(
+    ("extra", "sentence"),
+    [
+        (
+            {"ray_node_unit_name": "easytier"},
+            "host 'w1': ray_node_unit_name='easytier' and firewall_unit_name='rlinf-firewall' must differ from each "
+            "other and from 'easytier' (the overlay's unit); give each its own name.",
+        ),
+        (
+            {"rlinf_secret_env_vars": {"RAY_AUTH_MODE": "x"}},
+            "host 'w1': rlinf_secret_env_vars sets RAY_AUTH_MODE, which must not be set there: the env file sets it "
+            "from ray_auth_enabled.",
+        ),
+    ],
+)
+def test_unit_names_and_secret_env_names_are_judged_with_a_broken_topology_too(extra, sentence):
+    # Two heads: no topology, and still one report with every host's own mistakes (issue 25's corpus).
+    found = problems_of(lambda: P.static_plan({"ray_head": ["h", "w1"]}, hostvars(w1=extra)))
+    assert any("exactly one head" in s for s in found)
+    assert sentence in found, found
+
+
 def test_launch_and_remove_node_need_their_run_settings():
     assert any(
         "rlinf_entry is empty" in s

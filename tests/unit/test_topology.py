@@ -229,6 +229,27 @@ def test_parse_device_ids(value, expected):
     assert parse_device_ids(value) == expected
 
 
+# The ids land in the env file as CUDA_VISIBLE_DEVICES (issue 25: a quote or newline crashed
+# preflight or wrote a second variable): an index or a GPU/MIG UUID, nothing a parser reads otherwise.
+@pytest.mark.parametrize(
+    ("value", "odd"), [("0,1'", "1'"), ("0\n1", "0\n1"), ("0;id", "0;id"), ("$(id)", "$(id)"), ([0, '1"'], '1"')]
+)
+def test_a_gpu_id_with_a_quote_newline_or_shell_character_is_refused(value, odd):
+    with pytest.raises(ValueError) as err:
+        parse_device_ids(value)
+    assert str(err.value) == f"the id {odd!r} is neither an index nor a GPU UUID"
+    problems = topology_problems({"ray_head": ["h"]}, {"h": {"rlinf_cuda_visible_devices": value}})
+    assert problems == [
+        f"host 'h': rlinf_cuda_visible_devices={value!r} is not a GPU list (the id {odd!r} is neither an index "
+        "nor a GPU UUID); write GPU ids as a list or a comma-separated string such as '0,1'."
+    ]
+
+
+def test_gpu_and_mig_uuids_are_gpu_ids():
+    mig = "MIG-GPU-8932f937-d72c-4106-c12f-20bd9faed9f6/1/0"
+    assert parse_device_ids(f"GPU-8932f937-d72c-4106-c12f-20bd9faed9f6,{mig}")[1] == mig
+
+
 @pytest.mark.parametrize(
     ("ranks", "text"), [([], ""), ([0], "0"), ([0, 1, 2, 5], "0-2,5"), ([3, 1, 2], "1-3"), ([0, 2, 4], "0,2,4")]
 )

@@ -274,32 +274,34 @@ def _shared_machine_paths(nodes: Sequence[dict], problems: list[Problem]) -> Non
                     )
 
 
-def _reserved_units(node: dict, reader: _Reader, problems: list[Problem]) -> None:
+def _reserved_units(reader: _Reader, problems: list[Problem]) -> None:
+    unit = reader["ray_node_unit_name"]
     ours = {
-        node["unit"]: "ray_node_unit_name",
+        unit: "ray_node_unit_name",
         reader["firewall_unit_name"]: "firewall_unit_name",
         "easytier": "(EasyTier)",
     }
     if len(ours) < 3:
         problems.append(
             Problem(
-                node["name"],
-                f"ray_node_unit_name={node['unit']!r} and firewall_unit_name={reader['firewall_unit_name']!r} must "
+                reader.name,
+                f"ray_node_unit_name={unit!r} and firewall_unit_name={reader['firewall_unit_name']!r} must "
                 "differ from each other and from 'easytier' (the overlay's unit); give each its own name.",
             )
         )
 
 
-def _secret_env_problems(node: dict, secret: Mapping, problems: list[Problem]) -> None:
+def _secret_env_problems(reader: _Reader, problems: list[Problem]) -> None:
     """rlinf_secret_env_vars: never a managed name, never one rlinf_env_vars sets too (which would win
     is systemd's file order, not the operator's intent). Names are told, values never."""
-    for text in managed_env_problems(secret, node["name"], "rlinf_secret_env_vars"):
+    secret = reader["rlinf_secret_env_vars"]
+    for text in managed_env_problems(secret, reader.name, "rlinf_secret_env_vars"):
         problems.append(Problem(None, text))
-    both = sorted(set(secret) & set(node["env_vars"]))
+    both = sorted(set(secret) & set(reader["rlinf_env_vars"]))
     if both:
         problems.append(
             Problem(
-                node["name"],
+                reader.name,
                 f"rlinf_secret_env_vars and rlinf_env_vars both set {', '.join(both)}: keep each name in one of "
                 "them (a secret only in rlinf_secret_env_vars, which no output shows).",
             )
@@ -320,21 +322,38 @@ def _cpu_problems(node: dict, problems: list[Problem]) -> None:
         )
 
 
-def _path_overlaps(node: dict, problems: list[Problem]) -> None:
-    """A directory we own must not hold or sit inside a file or directory of another of our settings."""
-    paths = node["paths"]
-    named = {key: paths[key] for key in ("venv", "env_file", "token_file", "profile", "wheelhouse", "firewall_rules")}
-    keys = list(named)
-    for i, first in enumerate(keys):
-        for second in keys[i + 1 :]:
-            a, b = named[first], named[second]
-            if a == b or a.startswith(b + "/") or b.startswith(a + "/"):
+# The paths of ours that hold or are one file or directory each, in the order messages name them.
+# Only EasyTier's base directory may hold others of them (its venv and config directory).
+_OVERLAP_PATHS = (
+    "rlinf_venv_dir",
+    "rlinf_env_file",
+    "ray_auth_token_file",
+    "rlinf_env_profile_script",
+    "python_env_node_wheelhouse_dir",
+    "firewall_rules_file",
+    "code_sync_node_wheel_dir",
+    "code_sync_node_record_dir",
+    "rlinf_launch_log_dir",
+    "easytier_base_dir",
+    "easytier_venv_dir",
+    "easytier_config_dir",
+)
+_NESTED = {("easytier_base_dir", "easytier_venv_dir"), ("easytier_base_dir", "easytier_config_dir")}
+
+
+def _path_overlaps(reader: _Reader, names: Sequence[str], problems: list[Problem]) -> None:
+    """A path of ours must not be, hold or sit inside another (issue 25: a code-sync directory synced
+    with --delete, a log or EasyTier directory purge removes, must not be the venv or /opt/rlinf)."""
+    named = [(name, reader[name]) for name in _OVERLAP_PATHS if name in names and reader[name]]
+    for i, (second, b) in enumerate(named):
+        for first, a in named[:i]:
+            inside = a.startswith(b + "/") or b.startswith(a + "/")
+            if (a == b or inside) and not (inside and (first, second) in _NESTED and b.startswith(a + "/")):
+                # One sentence per path: the first of ours it collides with.
                 problems.append(
-                    Problem(
-                        node["name"],
-                        f"{PATH_VARS[first]}={a!r} and {PATH_VARS[second]}={b!r} overlap; give each its own path.",
-                    )
+                    Problem(reader.name, f"{first}={a!r} and {second}={b!r} overlap; give each its own path.")
                 )
+                break
 
 
 def _path_problem(reader: _Reader, name: str, value, check, problems: list[Problem]) -> bool:
@@ -353,15 +372,20 @@ def _placed_paths(reader: _Reader, problems: list[Problem], member: bool, code_d
     rlinf_code_dest or rlinf_src's path). ``code_dest`` None: an EasyTier member that runs no Ray."""
     roots = reader["rlinf_node_path_roots"]
     owned = list(schema.OWNED_MEMBER_PATHS) if member else []
+    refused = set()
     if code_dest is not None:
         owned = list(schema.OWNED_PATHS) + owned
         profile = reader[schema.PROFILE_PATH]
-        _path_problem(reader, schema.PROFILE_PATH, profile, lambda: rules.profile_script(profile, roots), problems)
-    refused = set()
+        if not _path_problem(
+            reader, schema.PROFILE_PATH, profile, lambda: rules.profile_script(profile, roots), problems
+        ):
+            refused.add(schema.PROFILE_PATH)
     for name in owned:
         path = reader[name]
         if path and not _path_problem(reader, name, path, lambda path=path: rules.owned_path(path, roots), problems):
             refused.add(name)
+    placed = [*owned, schema.PROFILE_PATH] if code_dest is not None else owned
+    _path_overlaps(reader, [name for name in placed if name not in refused], problems)
     if code_dest is None:
         return
     read_only = [reader[name] for name in schema.RAY_READ_ONLY if name not in schema.OWNED_MEMBER_PATHS or member]
@@ -528,6 +552,8 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
     for name in order:
         code_dest = readers[name]["rlinf_code_dest"] or head_reader["rlinf_src"]
         _placed_paths(readers[name], problems, member=overlay_on, code_dest=code_dest)
+        _reserved_units(readers[name], problems)
+        _secret_env_problems(readers[name], problems)
     if not topo:
         raise PlanError(problems)
     nodes: dict[str, dict] = {}
@@ -590,10 +616,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         node["service"] = sandbox.service_of(node["unit"], node["paths"], node["code_dest"], reader)
         # Who runs Ray on this node (ray_node_user, or root): the owner of what Ray writes.
         node["run_as"] = node["service"]["run_as"]
-        _reserved_units(node, reader, problems)
         _cpu_problems(node, problems)
-        _secret_env_problems(node, reader["rlinf_secret_env_vars"], problems)
-        _path_overlaps(node, problems)
         nodes[name] = node
 
     _shared_machine_paths(list(nodes.values()), problems)
