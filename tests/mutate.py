@@ -84,7 +84,7 @@ COVER: dict[str, list[str]] = {
     ],
     MU + "firewall.py": ["test_firewall_rules.py", "test_host_firewall.py", "test_metrics_plan.py", "test_plan.py"],
     MU + "render.py": ["test_render.py", "test_ray_unit_sandbox.py", "test_plan.py"],
-    MU + "ray_cluster_state.py": ["test_ray_cluster_state.py"],
+    MU + "ray_cluster_state.py": ["test_ray_cluster_state.py", "test_ray_cluster_state_edges.py"],
     MU + "restarts.py": ["test_ray_node_restart.py", "test_plan_day2.py", "test_restart_guard.py"],
     MU + "node_files.py": ["test_node_files.py", "test_owned_files.py", "test_node_state.py"],
     "plugins/modules/owned_files.py": ["test_owned_files.py", "test_node_files.py"],
