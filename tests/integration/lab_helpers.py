@@ -203,16 +203,34 @@ class PlaybookRun:
         return dict(self.stats.get("changed", {}))
 
 
-def run_playbook(playbook: str, tmp_path: Path, inventory: Path = LAB_INVENTORY, **kwargs) -> PlaybookRun:
-    """Run a playbook of the repository with ansible-runner, as `ansible-playbook` from the root would."""
+def run_playbook(
+    playbook: str,
+    tmp_path: Path,
+    inventory: Path = LAB_INVENTORY,
+    pause_at_role: tuple[str, str] | None = None,
+    **kwargs,
+) -> PlaybookRun:
+    """Run a playbook of the repository with ansible-runner, as `ansible-playbook` from the root would.
+
+    pause_at_role=(container, role): `podman pause` that lab container just before the first task
+    of that role is sent to any host (callback_plugins/pause_at_role.py)."""
     private_data_dir = tmp_path / f"runner-{time.monotonic_ns()}"
     private_data_dir.mkdir()
+    envvars = {"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    if pause_at_role:
+        container, role = pause_at_role
+        envvars.update(
+            ANSIBLE_CALLBACK_PLUGINS=str(Path(__file__).parent / "callback_plugins"),
+            ANSIBLE_CALLBACKS_ENABLED="pause_at_role",
+            RLINF_TEST_PAUSE_CONTAINER=container,
+            RLINF_TEST_PAUSE_ROLE=role,
+        )
     runner = ansible_runner.run(
         private_data_dir=str(private_data_dir),
         project_dir=str(ROOT),
         playbook=str(ROOT / playbook),
         inventory=str(inventory),
-        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+        envvars=envvars,
         quiet=True,
         # No run may hang a test session (a prompt nobody answers, a host that never replies).
         timeout=PLAYBOOK_TIMEOUT,

@@ -97,16 +97,10 @@ def test_hung_worker_raylet_is_detected_and_restarted_by_one_site_run(tmp_path, 
 def test_host_unreachable_mid_run_is_named_and_the_others_finish(tmp_path, hosts):
     (head_name, head), (other_name, other), (lost_name, _) = hosts.items()
     container = lab_container(lost_name)
-    paused = []
     reached_by = {}
 
     def on_event(event):
         data = event.get("event_data") or {}
-        # After validation and preflight (which refuse an unreachable host up front): the first
-        # task of the Python environment, when the run has started changing nodes.
-        if event.get("event") == "playbook_on_task_start" and not paused and "python_env" in str(data.get("role")):
-            subprocess.run(["podman", "pause", container], check=True, capture_output=True)
-            paused.append(data.get("task"))
         # A host reached a task when it ran it or skipped it (nothing to change): it was still in the run.
         if event.get("event") in ("runner_on_ok", "runner_on_skipped"):
             reached_by.setdefault(data.get("host"), []).append(data.get("task"))
@@ -118,8 +112,17 @@ def test_host_unreachable_mid_run_is_named_and_the_others_finish(tmp_path, hosts
     for address in hosts.values():
         ssh(address, f"echo '# edited by the drill' >> {PROFILE}")
     try:
-        run = run_playbook("site.yml", tmp_path, event_handler=on_event, extravars={"ray_check_timeout": 10})
-        assert paused, "the run never reached the Python environment"
+        # Paused after validation and preflight (which refuse an unreachable host up front), before the
+        # first task of the Python environment, when the run has started changing nodes.
+        run = run_playbook(
+            "site.yml",
+            tmp_path,
+            event_handler=on_event,
+            extravars={"ray_check_timeout": 10},
+            pause_at_role=(container, "python_env"),
+        )
+        paused = f"pause_at_role: paused {container} before the task"
+        assert paused in run.stdout, "the run never reached the Python environment"
         assert run.rc != 0
         assert f"fatal: [{lost_name}]: UNREACHABLE!" in run.stdout, run.stdout[-3000:]
         said = " ".join(run.stdout.split())
