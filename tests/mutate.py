@@ -68,6 +68,8 @@ PLAN_TESTS = [
     "test_plan_types.py",
     "test_disk_venv_install.py",
     "test_plan_boundaries.py",
+    "test_plan_sentences.py",
+    "test_removal_plan.py",
 ]
 
 # Each source file and the unit test files that cover it, the likeliest killers first (pytest -x
@@ -85,6 +87,8 @@ COVER: dict[str, list[str]] = {
     MU + "firewall.py": ["test_firewall_rules.py", "test_host_firewall.py", "test_metrics_plan.py", "test_plan.py"],
     MU + "render.py": ["test_render.py", "test_ray_unit_sandbox.py", "test_plan.py"],
     MU + "ray_cluster_state.py": ["test_ray_cluster_state.py", "test_ray_cluster_state_edges.py"],
+    MU + "expected_nodes.py": ["test_expected_nodes.py", "test_ray_cluster_state.py", "test_readiness_logic.py"],
+    MU + "ray_driver.py": ["test_ray_driver.py"],
     MU + "restarts.py": ["test_ray_node_restart.py", "test_plan_day2.py", "test_restart_guard.py"],
     MU + "node_files.py": ["test_node_files.py", "test_owned_files.py", "test_node_state.py"],
     "plugins/modules/owned_files.py": ["test_owned_files.py", "test_node_files.py"],

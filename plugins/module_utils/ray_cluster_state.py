@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+
+from ansible_collections.rlinf.cluster.plugins.module_utils.expected_nodes import identities, shared_identity_problems
 
 RANK_KEY = "RLINF_NODE_RANK"
 DEFAULT_ENV_KEYS = ("RLINF_NODE_RANK", "RLINF_COMM_NET_DEVICES")
@@ -86,17 +87,9 @@ def normalize_expected(expected: Sequence[Mapping]) -> list[dict]:
     Each item: name, rank, ip, optional resources {key: amount}, optional env {KEY: value}.
     Raises ExpectedNodesError listing every problem.
     """
-    problems: list[str] = []
+    found, problems = identities(expected)
     nodes: list[dict] = []
-    for index, item in enumerate(expected or []):
-        if not isinstance(item, Mapping):
-            problems.append(f"expected_nodes[{index}]: {item!r} is not a dict with name, rank and ip.")
-            continue
-        name = str(item.get("name") or f"expected_nodes[{index}]")
-        rank = item.get("rank")
-        if isinstance(rank, bool) or _number(rank) is None or float(rank) != int(float(rank)):
-            problems.append(f"host '{name}': rank {rank!r} is not a whole number; fix rlinf_node_rank.")
-            continue
+    for item, name, rank in found:
         # No IP: the node keeps no record of its Ray address (never deployed, or unreachable);
         # it is reported missing, the others are still checked.
         ip = str(item.get("ip") or "").strip()
@@ -117,7 +110,7 @@ def normalize_expected(expected: Sequence[Mapping]) -> list[dict]:
         nodes.append(
             {
                 "name": name,
-                "rank": int(float(rank)),
+                "rank": rank,
                 "ip": ip,
                 "temp_dir": str(item.get("temp_dir") or "") or None,
                 "python": str(item.get("python") or "") or None,
@@ -126,13 +119,7 @@ def normalize_expected(expected: Sequence[Mapping]) -> list[dict]:
             }
         )
 
-    # One IP may hold several Ray nodes (a shared machine), so only names and ranks are unique.
-    for field in ("name", "rank"):
-        counts = Counter(node[field] for node in nodes)
-        for value, count in sorted(counts.items(), key=lambda kv: str(kv[0])):
-            if count > 1:
-                owners = _join(node["name"] for node in nodes if node[field] == value)
-                problems.append(f"hosts {owners}: they share {field} {value!r}; every Ray node needs its own {field}.")
+    problems.extend(shared_identity_problems(nodes))
     if problems:
         raise ExpectedNodesError(problems)
     return sorted(nodes, key=lambda node: node["rank"])

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import ipaddress
 import statistics
-from collections import Counter
 from collections.abc import Mapping, Sequence
+
+from ansible_collections.rlinf.cluster.plugins.module_utils.expected_nodes import identities, shared_identity_problems
 
 COMM_KEY = "RLINF_COMM_NET_DEVICES"
 GLOO_KEY = "GLOO_SOCKET_IFNAME"
@@ -100,24 +101,9 @@ def _is_loopback(address: str) -> bool:
 
 def normalize_expected(expected: Sequence[Mapping]) -> list[dict]:
     """Validate the expected nodes (name, rank, ip, optional comm_device, temp_dir); sorted by rank."""
-    problems: list[str] = []
+    found, problems = identities(expected)
     nodes: list[dict] = []
-    for index, item in enumerate(expected or []):
-        if not isinstance(item, Mapping):
-            problems.append(f"expected_nodes[{index}]: {item!r} is not a dict with name, rank and ip.")
-            continue
-        name = str(item.get("name") or f"expected_nodes[{index}]")
-        rank = item.get("rank")
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            try:
-                rank = int(str(rank).strip())
-            except ValueError:
-                rank = None
-            if rank is None or rank < 0:
-                problems.append(
-                    f"host '{name}': rank {item.get('rank')!r} is not a whole number >= 0; fix rlinf_node_rank."
-                )
-                continue
+    for item, name, rank in found:
         ip = str(item.get("ip") or "").strip()
         if not ip:
             problems.append(
@@ -136,11 +122,7 @@ def normalize_expected(expected: Sequence[Mapping]) -> list[dict]:
                 "write_dirs": [str(d) for d in item.get("write_dirs") or []],
             }
         )
-    for field in ("name", "rank"):
-        for value, count in sorted(Counter(n[field] for n in nodes).items(), key=lambda kv: str(kv[0])):
-            if count > 1:
-                owners = ", ".join(n["name"] for n in nodes if n[field] == value)
-                problems.append(f"hosts {owners}: they share {field} {value!r}; every Ray node needs its own {field}.")
+    problems.extend(shared_identity_problems(nodes))
     if not nodes and not problems:
         problems.append("expected_nodes is empty: pass every node of the inventory (name, rank, ip).")
     if problems:

@@ -30,7 +30,7 @@ Inventory contract read here (every name is documented in docs/validation.md):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.managed_env_vars import managed_env_problems
 
@@ -378,14 +378,34 @@ def _hosts(names: Sequence[str]) -> str:
     return f"host '{names[0]}'" if len(names) == 1 else f"hosts {', '.join(names)}"
 
 
-def _shared_machine_problems(nodes: list[dict]) -> list[str]:
-    problems: list[str] = []
+def shared_machines(nodes: Sequence[dict]) -> dict[str, list[dict]]:
+    """The Ray nodes of each machine that runs two or more of them."""
     machines: dict[str, list[dict]] = {}
     for node in nodes:
         machines.setdefault(node["machine"], []).append(node)
-    for machine, members in machines.items():
-        if len(members) < 2:
-            continue
+    return {machine: members for machine, members in machines.items() if len(members) > 1}
+
+
+def same_value_problems(
+    machine: str, members: Sequence[dict], value_of: Callable[[dict], object], var: str
+) -> list[str]:
+    """One sentence per value (None is none) that two or more Ray nodes of one machine would share."""
+    holders: dict = {}
+    for node in members:
+        value = value_of(node)
+        if value is not None:
+            holders.setdefault(value, []).append(node["name"])
+    return [
+        f"hosts {', '.join(names)}: they run Ray nodes on the same machine ({machine}) with the same "
+        f"{var}={value!r}; give each host its own {var}."
+        for value, names in holders.items()
+        if len(names) > 1
+    ]
+
+
+def _shared_machine_problems(nodes: list[dict]) -> list[str]:
+    problems: list[str] = []
+    for machine, members in shared_machines(nodes).items():
         names = ", ".join(n["name"] for n in members)
         for key, var in (
             (PORT_VAR, PORT_VAR),
@@ -393,17 +413,7 @@ def _shared_machine_problems(nodes: list[dict]) -> list[str]:
             ("env_file", ENV_FILE_VAR),
             ("unit_name", UNIT_VAR),
         ):
-            seen: dict = {}
-            for node in members:
-                if node[key] is None:
-                    continue
-                seen.setdefault(node[key], []).append(node["name"])
-            for value, holders in seen.items():
-                if len(holders) > 1:
-                    problems.append(
-                        f"hosts {', '.join(holders)}: they run Ray nodes on the same machine "
-                        f"({machine}) with the same {var}={value!r}; give each host its own {var}."
-                    )
+            problems.extend(same_value_problems(machine, members, lambda node, key=key: node[key], var))
         if all(n["gpu_isolated"] for n in members):
             continue  # each Ray node in its own container: device ids are local to it
         plain = [n["name"] for n in members if not n["gpu_isolated"]]

@@ -205,7 +205,6 @@ import os  # noqa: E402
 import socket  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-import traceback  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
@@ -218,7 +217,11 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state im
     normalize_expected,
     normalize_totals,
 )
-from ansible_collections.rlinf.cluster.plugins.module_utils.ray_driver import split_address, stdout_to_stderr  # noqa: E402
+from ansible_collections.rlinf.cluster.plugins.module_utils.ray_driver import (  # noqa: E402
+    CheckFailed,
+    run_checked,
+    split_address,
+)
 from ansible_collections.rlinf.cluster.plugins.module_utils.ray_env import read_ray_env  # noqa: E402
 
 # Seconds to wait for an extra ALIVE node to vanish once every expected node is ALIVE (a
@@ -228,10 +231,6 @@ EXTRA_GRACE = 45
 
 class RayImportError(Exception):
     pass
-
-
-class CheckFailed(Exception):
-    """The cluster does not match (or cannot be checked); the message lists every problem."""
 
 
 def import_ray():
@@ -471,20 +470,8 @@ def build_module():
 def main():
     module = build_module()
     checker = RayClusterCheck(module)
-    failure = None
-    exception = None
     # Ray may print on fd 1; the JSON result is written only after fd 1 is back.
-    with stdout_to_stderr():
-        try:
-            checker.run()
-        except CheckFailed as err:
-            failure = str(err)
-        except Exception as err:  # never a bare traceback: one sentence, the trace as data
-            failure = (
-                f"ray_cluster_check failed unexpectedly ({type(err).__name__}: {err}); this is a bug in "
-                "the module: report it with the exception text."
-            )
-            exception = traceback.format_exc()
+    failure, exception = run_checked("ray_cluster_check", checker.run)
     if failure is not None:
         if not checker.result["problems"]:
             checker.result["problems"] = [failure]

@@ -277,15 +277,15 @@ import socket  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import traceback  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.expected_nodes import EXPECTED_NODES  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state import match_nodes  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.ray_driver import (  # noqa: E402
+    CheckFailed,
+    run_checked,
     split_address,
-    stdout_to_stderr,
 )
 from ansible_collections.rlinf.cluster.plugins.module_utils.ray_env import (  # noqa: E402
     read_env_file,
@@ -448,10 +448,6 @@ os._exit(0)
 
 class RayImportError(Exception):
     pass
-
-
-class CheckFailed(Exception):
-    """The check could not run; the message says why and what to do."""
 
 
 def import_ray():
@@ -1126,19 +1122,7 @@ def build_module():
 def main():
     module = build_module()
     check = Readiness(module)
-    failure = None
-    exception = None
-    with stdout_to_stderr():
-        try:
-            check.run()
-        except CheckFailed as err:
-            failure = str(err)
-        except Exception as err:  # never a bare traceback: one sentence, the trace as data
-            failure = (
-                f"ray_readiness failed unexpectedly ({type(err).__name__}: {err}); this is a bug in the "
-                "module: report it with the exception text."
-            )
-            exception = traceback.format_exc()
+    failure, exception = run_checked("ray_readiness", check.run)
     result = check.result
     result["elapsed_s"] = round(check.clock() - check.started, 2)
     if failure is not None:

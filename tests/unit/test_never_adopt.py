@@ -192,3 +192,15 @@ def test_one_ray_node_of_a_machine_pushes_its_shared_wheelhouse():
     found["h"] = dict(probe("10.0.0.1"), venv={"exists": True, "satisfied": True})
     done = P.resolve(P.static_plan(groups, hostvars), found, "site")
     assert [n for n in ("h", "c", "w") if done["nodes"][n]["pushes_wheelhouse"]] == ["c", "w"]
+
+
+def test_what_a_node_of_another_machine_recorded_does_not_make_a_directory_ours():
+    full = {"wheelhouse": found_dir("/opt/rlinf/wheelhouse")}
+    theirs = [{"path": "/opt/rlinf/wheelhouse", "kind": "tree"}]
+    plan = P.static_plan(GROUPS, hostvars())
+    with pytest.raises(PlanError) as err:
+        P.resolve(plan, {"h": probe("10.0.0.1", full, theirs), "w1": probe("10.0.0.2", full)}, "site")
+    found = sentences(err.value.problems)
+    assert len(found) == 1 and found[0].startswith(
+        "host 'w1': python_env_node_wheelhouse_dir: /opt/rlinf/wheelhouse exists"
+    ), found

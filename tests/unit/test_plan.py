@@ -308,6 +308,19 @@ def test_adopted_and_owned_trees_follow_the_manifest():
     assert {t["path"] for t in node["own_trees"]} == {"/opt/rlinf/venv", "/opt/rlinf/wheelhouse"}
 
 
+def test_a_venv_that_exists_outside_our_project_directories_is_not_adopted():
+    theirs = probe(
+        "10.0.0.2",
+        paths={
+            "venv": {"path": "/var/lib/rlinf/venv", "exists": True, "kind": "dir", "is_venv": True},
+            "wheelhouse": {"path": "/opt/rlinf/wheelhouse", "exists": False, "kind": "none"},
+        },
+    )
+    node = resolved(hostvars(w1={"rlinf_venv_dir": "/var/lib/rlinf/venv"}), probes(w1=theirs))["nodes"]["w1"]
+    assert node["adopt"] == []
+    assert [t["path"] for t in node["own_trees"]] == ["/opt/rlinf/wheelhouse"]
+
+
 def test_the_plan_summary_holds_no_secret_and_no_file_content():
     plan = P.static_plan(GROUPS, {n: {"ray_auth_token": "x" * 40} for n in ["h", "w1", "w2"]})
     text = repr(P.summary(plan))

@@ -598,7 +598,7 @@ def test_bad_expected_nodes_are_every_problem_named():
         )
     assert err.value.problems == [
         "expected_nodes[0]: 'w9' is not a dict with name, rank and ip.",
-        "host 'w1': rank 1.5 is not a whole number; fix rlinf_node_rank.",
+        "host 'w1': rank 1.5 is not a whole number >= 0; fix rlinf_node_rank.",
         "host 'w2': expected resource GPU=-1 is not a non-negative number; fix ray_num_gpus or rlinf_gpus_per_node "
         "in the inventory.",
         "hosts w4, w4: they share name 'w4'; every Ray node needs its own name.",

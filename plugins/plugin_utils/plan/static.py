@@ -23,6 +23,8 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.problems import Plan
 from ansible_collections.rlinf.cluster.plugins.module_utils.topology import (
     TopologyError,
     cluster_nodes,
+    same_value_problems,
+    shared_machines,
     topology_warnings,
 )
 from ansible_collections.rlinf.cluster.plugins.plugin_utils import metrics, rules, schema, unknown_vars
@@ -252,26 +254,10 @@ def _cluster_scope(order: Sequence[str], readers: Mapping[str, _Reader], variabl
 
 
 def _shared_machine_paths(nodes: Sequence[dict], problems: list[Problem]) -> None:
-    """Ray nodes on one machine: each needs its own env file, shell snippet, unit and record."""
-    machines: dict[str, list[dict]] = {}
-    for node in nodes:
-        machines.setdefault(node["machine"], []).append(node)
-    for machine, members in machines.items():
-        if len(members) < 2:
-            continue
-        for key in ("profile",):
-            owners: dict[str, list[str]] = {}
-            for node in members:
-                owners.setdefault(node["paths"][key], []).append(node["name"])
-            for path, names in owners.items():
-                if len(names) > 1:
-                    problems.append(
-                        Problem(
-                            None,
-                            f"hosts {', '.join(names)}: they run Ray nodes on the same machine ({machine}) with the "
-                            f"same {PATH_VARS[key]}={path!r}; give each host its own {PATH_VARS[key]}.",
-                        )
-                    )
+    """Ray nodes on one machine: each needs its own shell snippet (the topology judged the rest)."""
+    for machine, members in shared_machines(nodes).items():
+        texts = same_value_problems(machine, members, lambda node: node["paths"]["profile"], PATH_VARS["profile"])
+        problems.extend(Problem(None, text) for text in texts)
 
 
 def _reserved_units(reader: _Reader, problems: list[Problem]) -> None:
