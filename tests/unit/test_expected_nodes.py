@@ -64,6 +64,14 @@ def test_names_and_ranks_are_each_a_nodes_own_but_an_ip_is_not():
     assert shared_identity_problems(nodes[:2]) == []
 
 
+def test_shared_ranks_are_said_in_the_order_of_the_rank():
+    nodes = [{"name": n, "rank": r} for n, r in [("a", 1), ("b", 1), ("c", 0), ("d", 0), ("e", 0)]]
+    assert shared_identity_problems(nodes) == [
+        "hosts c, d, e: they share rank 0; every Ray node needs its own rank.",
+        "hosts a, b: they share rank 1; every Ray node needs its own rank.",
+    ]
+
+
 @pytest.mark.parametrize("rank", [-1, 1.5, "x", True])
 def test_the_cluster_check_and_readiness_refuse_the_same_ranks_in_the_same_words(rank):
     item = {"name": "w1", "rank": rank, "ip": "10.0.0.2"}

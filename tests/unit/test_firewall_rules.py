@@ -240,6 +240,24 @@ def test_a_port_of_another_node_on_the_machine_at_the_end_of_a_worker_range_is_r
         assert resolved(groups, hv)["nodes"]["b"]["ports"]["ray_max_worker_port"] == 6378
 
 
+@pytest.mark.parametrize(("b_low", "refused"), [(6384, True), (6385, False)])
+def test_a_port_of_another_node_on_the_machine_at_the_start_of_a_worker_range_is_refused(b_low, refused):
+    groups = {"ray_head": ["head"], "ray_workers": ["w1", "w2", "b"]}
+    b_ports = {var: 7380 + i for i, var in enumerate(NODE_PORTS)}
+    hv = hostvars(
+        b={**SHARED, **b_ports, "ray_min_worker_port": b_low, "ray_max_worker_port": 7000},
+        head={"rlinf_gpus_per_node": 0},
+    )
+    if refused:
+        assert problems(groups, hv) == [
+            "hosts head, b: port 6384 of head lies in b's worker range 6384-7000 on machine 192.0.2.10; "
+            "move one of them."
+        ]
+    else:
+        # 6384, the head's ray_metrics_export_port, is its highest pinned port below 7000.
+        assert resolved(groups, hv)["nodes"]["b"]["ports"]["ray_min_worker_port"] == 6385
+
+
 @pytest.mark.parametrize(
     ("values", "problems_found"),
     [

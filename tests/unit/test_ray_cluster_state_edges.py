@@ -28,3 +28,14 @@ def test_an_extra_node_that_failed_its_probe_alone_on_its_ip_is_not_called_a_sta
     texts = " ".join(str(p) for p in result["problems"])
     assert "10.0.0.99" in texts, result["problems"]
     assert "stale entry" not in texts, result["problems"]
+
+
+def test_an_amount_short_by_exactly_the_tolerance_is_enough():
+    # Ray reports resources as floats: an amount within EPSILON of the expected one counts as it.
+    want = 2.0 + state.EPSILON
+    nodes, probes = healthy({"n1": {"GPU": 2.0}})
+    assert run(expected({"w1": {"GPU": want}}), nodes, probes)["ok"]
+    assert run(expected(), nodes, probes, expected_totals={"GPU": want})["ok"]
+    short = 2.0 + 2 * state.EPSILON
+    assert not run(expected({"w1": {"GPU": short}}), nodes, probes)["ok"]
+    assert not run(expected(), nodes, probes, expected_totals={"GPU": short})["ok"]
