@@ -1,4 +1,4 @@
-"""Jinja filters over plugins/plugin_utils/rlinf_config.py (RLinf cluster check and generation)."""
+"""Jinja filters over plugins/plugin_utils/rlinf_config/ (RLinf cluster check and generation)."""
 
 from __future__ import annotations
 

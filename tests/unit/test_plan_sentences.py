@@ -4,9 +4,10 @@ sentences tell a mistake apart (what is said, and what is not said twice), and s
 from __future__ import annotations
 
 import pytest
-from test_plan import EASYTIER_GROUPS, GROUPS, hostvars, overlay_hostvars, problems_of, resolved
+from test_plan import EASYTIER_GROUPS, GROUPS, all_hosts, hostvars, overlay_hostvars, problems_of, resolved
 
 from ansible_collections.rlinf.cluster.plugins.plugin_utils import plan as P
+from ansible_collections.rlinf.cluster.plugins.plugin_utils import schema
 from ansible_collections.rlinf.cluster.plugins.plugin_utils.plan.common import _plain
 from ansible_collections.rlinf.cluster.plugins.plugin_utils.plan.static import _OncePerHost
 
@@ -34,10 +35,18 @@ def test_a_login_snippet_under_our_roots_at_another_path_of_ours_is_an_overlap()
 
 
 def test_a_login_snippet_refused_for_its_place_is_not_also_an_overlap():
-    # /opt holds the venv: one sentence, the place's, not also "overlap".
-    assert problems_of(lambda: P.static_plan(GROUPS, hostvars(w1={"rlinf_env_profile_script": "/opt"}))) == [
-        "host 'w1': rlinf_env_profile_script='/opt' is a directory of the operating system; use a directory of its "
-        "own, e.g. below /opt/rlinf or /etc/rlinf."
+    # /srv/data holds the launch logs (under a root of their own), but the snippet is not under a root:
+    # one sentence, the place's, not also "overlap".
+    roots = [*schema.BY_NAME["rlinf_node_path_roots"].default, "/srv/data/rlinf"]
+    settings = {
+        "rlinf_node_path_roots": roots,
+        "rlinf_launch_log_dir": "/srv/data/rlinf/logs",
+        "rlinf_env_profile_script": "/srv/data",
+    }
+    assert problems_of(lambda: P.static_plan(GROUPS, all_hosts(**settings))) == [
+        "hosts h, w1, w2: rlinf_env_profile_script='/srv/data' is not under one of rlinf_node_path_roots "
+        f"({', '.join(roots)}); write /etc/profile.d/rlinf*.sh (e.g. /etc/profile.d/rlinf.sh), or move it under "
+        "one of them, or add a directory of its own to rlinf_node_path_roots."
     ]
 
 

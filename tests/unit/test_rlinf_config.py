@@ -1,4 +1,4 @@
-"""Unit tests for plugins/plugin_utils/rlinf_config.py: grammar, placement, cross-check, generation."""
+"""Unit tests for plugins/plugin_utils/rlinf_config/: grammar, placement, cross-check, generation."""
 
 from __future__ import annotations
 
