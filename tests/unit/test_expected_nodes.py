@@ -4,9 +4,11 @@ ray_gcs_nodes and ray_readiness through ray_cluster_state and readiness."""
 from __future__ import annotations
 
 import pytest
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import readiness
 from ansible_collections.rlinf.cluster.plugins.module_utils.expected_nodes import (
+    EXPECTED_NODES,
     identities,
     shared_identity_problems,
     whole_rank,
@@ -90,3 +92,15 @@ def test_the_cluster_check_and_readiness_accept_the_same_ranks():
     items = [{"name": "w1", "rank": "1", "ip": "10.0.0.2"}, {"name": "h", "rank": 0.0, "ip": "10.0.0.1"}]
     assert [(n["name"], n["rank"]) for n in normalize_expected(items)] == [("h", 0), ("w1", 1)]
     assert [(n["name"], n["rank"]) for n in readiness.normalize_expected(items)] == [("h", 0), ("w1", 1)]
+
+
+def test_the_modules_argument_spec_needs_the_list_and_each_nodes_name_rank_and_ip():
+    validator = ArgumentSpecValidator({"expected_nodes": EXPECTED_NODES})
+    assert validator.validate({}).error_messages == ["missing required arguments: expected_nodes"]
+    for key in ("name", "rank", "ip"):
+        item = {"name": "w1", "rank": 1, "ip": "10.0.0.2"}
+        del item[key]
+        found = validator.validate({"expected_nodes": [item]}).error_messages
+        assert found == [f"missing required arguments: {key} found in expected_nodes"], found
+    ok = validator.validate({"expected_nodes": [{"name": "w1", "rank": "1", "ip": "10.0.0.2"}]})
+    assert ok.error_messages == [] and ok.validated_parameters["expected_nodes"][0]["rank"] == 1

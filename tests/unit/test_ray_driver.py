@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.ray_driver import (
     CheckFailed,
@@ -40,7 +39,8 @@ def test_what_the_work_prints_goes_to_stderr_and_stdout_stays_for_the_json(capfd
         os.write(1, b"from a child\n")
 
     run_checked("ray_x", work)
-    sys.stdout.write("{}\n")
+    # After the work, fd 1 is stdout again: the module's JSON result goes there.
+    os.write(1, b"{}\n")
     out, err = capfd.readouterr()
     assert out == "{}\n"
     assert "from ray" in err and "from a child" in err
