@@ -24,7 +24,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help venv lock host image lab-up lab lab-down status teardown test lint lint-static sanity unit controller test-lab test-lab-2 lab-durations \
 	molecule \
-	test-fleet scenarios bench generate mutate clean
+	test-fleet checks-and-scenarios bench generate mutate clean
 
 help:
 	@echo "make lab        build the controller venv and the $(LAB_NODES)-node lab, run site.yml, print status"
@@ -158,23 +158,22 @@ molecule: host venv
 test-fleet: host venv
 	bash lab/scenario.sh tests/integration/test_scenario.py $(FLEET_LAB)
 
-# ansible-test sanity (no host), then the scenarios on labs of their own, one after the other:
-# molecule's, then the fleet's.
-scenarios:
+# The stream beside the lab suite, one step after the other: the checks that need no host (lint-static,
+# unit, controller), ansible-test sanity, then the scenarios on labs of their own (molecule's, the fleet's).
+checks-and-scenarios:
+	bash lab/timed.sh lint-static $(MAKE) lint-static
+	bash lab/timed.sh unit $(MAKE) unit
+	bash lab/timed.sh controller $(MAKE) controller
 	bash lab/timed.sh sanity $(MAKE) sanity
 	bash lab/timed.sh molecule $(MAKE) molecule
 	bash lab/timed.sh test-fleet $(MAKE) test-fleet
 
-# The lab suite (on two labs, the longest stream) beside the scenarios: they share no host, and
-# most of a lab test is waiting for Ray, not CPU. Its lab is up before the two streams start, so
-# make's two job slots never leave it waiting for a scenario to finish (three targets in two
-# slots did: the lab suite started only after molecule, 15 minutes late).
+# The lab suite (on two labs) is the longest stream: it starts first, and everything else runs beside
+# it (they share no host, and most of a lab test is waiting for Ray, not CPU). Its lab is up before the
+# two streams start, so make's two job slots never leave it waiting for the other stream.
 test: venv
-	bash lab/timed.sh lint-static $(MAKE) lint-static
-	bash lab/timed.sh unit $(MAKE) unit
-	bash lab/timed.sh controller $(MAKE) controller
 	bash lab/timed.sh lab-up $(MAKE) lab-up
-	bash lab/timed.sh "lab suite + scenarios" $(MAKE) -j2 --output-sync=target test-lab-2 scenarios
+	bash lab/timed.sh "lab suite + checks and scenarios" $(MAKE) -j2 --output-sync=target test-lab-2 checks-and-scenarios
 
 bench: image venv
 	$(BIN)/python bench/bringup.py

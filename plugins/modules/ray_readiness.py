@@ -36,7 +36,8 @@ description:
     created). A node with no CPU in Ray, a worker that cannot write, or a message that does not
     arrive fails naming the node and the operation."
   - Bounded. The collectives take at most O(timeout) seconds, RLinf's attach at most
-    O(rlinf_timeout) more.
+    O(rlinf_timeout) more, less what ending the collectives took beyond their own timeout; the
+    whole check ends within O(timeout) + O(rlinf_timeout).
   - Read-only; the actors and RLinf's driver end with the module.
   - Run it on the Ray head with the node venv's Python
     (C(ansible_python_interpreter=/opt/rlinf/venv/bin/python)).
@@ -310,6 +311,9 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.readiness import (  
 )
 from ansible_collections.rlinf.cluster.plugins.module_utils.session_run import run_session  # noqa: E402
 
+# Seconds kept from the whole check's budget for ending RLinf's session (killing its processes,
+# reading what they printed) and writing the report.
+SESSION_REAP_S = 2.0
 # Seconds kept from the collective budget, beyond one connect timeout, for the TCP check
 # that names the broken nodes (new actors, listeners, transfers).
 TCP_RESERVE = 8
@@ -704,6 +708,12 @@ class Readiness:
     def remaining(self, deadline):
         return deadline - self.clock()
 
+    def rlinf_budget(self):
+        """RLinf's attach gets rlinf_timeout, less what the collectives took beyond their own timeout
+        (stopping their actors, leaving Ray): the whole check ends within timeout + rlinf_timeout."""
+        whole = self.started + max(1, self.params["timeout"]) + max(1, self.params["rlinf_timeout"])
+        return max(1.0, min(max(1, self.params["rlinf_timeout"]), whole - self.clock() - SESSION_REAP_S))
+
     def reserve(self):
         return float(self.params["connect_timeout"]) + TCP_RESERVE
 
@@ -990,7 +1000,7 @@ class Readiness:
                     "(or python_env_no_deps_packages) and re-run site.yml, or set rlinf_attach to auto.",
                 }
             return {"state": "not_installed"}
-        timeout = max(1, self.params["rlinf_timeout"])
+        timeout = self.rlinf_budget()
         workers = self.workers_arg(expected)
         argv = [sys.executable, "-c", ATTACH_SCRIPT, str(num_nodes), ATTACH_MARK, PHASE_MARK, workers]
         with tempfile.TemporaryDirectory(prefix="rlinf-readiness-") as cwd:

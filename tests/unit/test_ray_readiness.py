@@ -103,3 +103,34 @@ def test_role_defaults_match_its_argument_spec_and_the_module():
     ):
         assert defaults[f"readiness_{name}"] == module_spec[name]["default"], name
     assert spec["options"]["readiness_rlinf_attach"]["choices"] == module_spec["rlinf_attach"]["choices"]
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+class _Module:
+    def __init__(self, **params):
+        self.params = {"address": "10.0.0.1:6379", "timeout": 60, "rlinf_timeout": 120, **params}
+
+
+def test_rlinf_gets_its_whole_timeout_when_the_collectives_ended_in_time():
+    clock = _Clock()
+    check = mod.Readiness(_Module(), clock=clock)
+    clock.now += 20
+    assert check.rlinf_budget() == 120
+
+
+def test_what_the_collectives_took_beyond_their_timeout_comes_off_rlinfs():
+    """The whole check stays within timeout + rlinf_timeout: ending the collectives' actors after their
+    deadline (seconds on a loaded machine) is taken from RLinf's share, with time left to end its session."""
+    clock = _Clock()
+    check = mod.Readiness(_Module(), clock=clock)
+    clock.now += 60 + 3.5
+    assert check.rlinf_budget() == pytest.approx(120 - 3.5 - mod.SESSION_REAP_S)
+    clock.now += 500
+    assert check.rlinf_budget() == 1.0
