@@ -137,8 +137,10 @@ LAB_B := LAB_NAME=rlinf-lab-b LAB_SUBNET=10.89.86.0/24 LAB_DISTRO=bookworm LAB_S
 test-lab-2: lab-up
 	$(LAB_B) bash lab/timed.sh "lab B up" $(BIN)/python lab/lab.py up --nodes $(LAB_NODES)
 	RLINF_LAB_INVENTORIES="$(abspath $(INVENTORY)) $(CURDIR)/.lab/rlinf-lab-b/inventory" \
-	  $(BIN)/pytest -m "lab and not scenario" -q -n 2 --dist loadfile --durations=30 --junitxml=.lab/lab-suite.xml tests/integration; \
-	  status=$$?; $(LAB_B) $(BIN)/python lab/lab.py down >/dev/null; exit $$status
+	  $(BIN)/pytest -m "lab and not scenario" -q -n 2 --dist loadfile --durations=30 --junitxml=.lab/lab-suite.xml tests/integration \
+	  2>&1 | tee .lab/lab-suite.log; status=$${PIPESTATUS[0]}; \
+	  if [ $$status != 0 ]; then bash lab/failure-excerpt.sh "lab suite" .lab/lab-suite.log; fi; \
+	  $(LAB_B) $(BIN)/python lab/lab.py down >/dev/null; exit $$status
 
 # The lab suite's modules go longest first (tests/integration/longest_first.py) by the seconds in
 # tests/integration/module_durations.json; this rewrites them from the last make test-lab-2.
@@ -160,18 +162,15 @@ test-fleet: host venv
 
 # The stream beside the lab suite, one step after the other: the checks that need no host (lint-static,
 # unit, controller), ansible-test sanity, then the scenarios on labs of their own (molecule's, the fleet's).
+# A failing step does not stop the next (lab/steps.sh): one run says every step that fails.
 checks-and-scenarios:
-	bash lab/timed.sh lint-static $(MAKE) lint-static
-	bash lab/timed.sh unit $(MAKE) unit
-	bash lab/timed.sh controller $(MAKE) controller
-	bash lab/timed.sh sanity $(MAKE) sanity
-	bash lab/timed.sh molecule $(MAKE) molecule
-	bash lab/timed.sh test-fleet $(MAKE) test-fleet
+	+MAKE="$(MAKE)" bash lab/steps.sh lint-static unit controller sanity molecule test-fleet
 
 # The lab suite (on two labs) is the longest stream: it starts first, and everything else runs beside
 # it (they share no host, and most of a lab test is waiting for Ray, not CPU). Its lab is up before the
 # two streams start, so make's two job slots never leave it waiting for the other stream.
 test: venv
+	rm -rf .lab/failed
 	bash lab/timed.sh lab-up $(MAKE) lab-up
 	bash lab/timed.sh "lab suite + checks and scenarios" $(MAKE) -j2 --output-sync=target test-lab-2 checks-and-scenarios
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 CGROUP_ROOTS = (
     Path("/sys/fs/cgroup/unified/libpod_parent"),
+    Path("/sys/fs/cgroup/libpod_parent"),
     Path("/sys/fs/cgroup/machine.slice"),
     Path("/sys/fs/cgroup"),
 )
@@ -97,13 +98,14 @@ def report(path: Path, window: float) -> str:
         seen.update(sample["containers"])
     by_group: dict[str, float] = {}
     for name, used in seen.items():
-        by_group[group_of(name)] = by_group.get(group_of(name), 0.0) + used - start.get(name, 0.0)
+        group = group_of(name)
+        by_group[group] = by_group.get(group, 0.0) + used - start.get(name, 0.0)
     busy = last["busy"] - first["busy"]
     wall = last["t"] - first["t"]
-    cores = (last["total"] - first["total"]) / wall if wall else 0
+    capacity = last["total"] - first["total"]
     lines = [
-        f"cpu: {wall:.0f} s wall, {busy:.0f} CPU s used of {cores * wall:.0f}"
-        f" ({100 * busy / (cores * wall):.0f}% busy)",
+        f"cpu: {wall:.0f} s wall, {busy:.0f} CPU s used of {capacity:.0f}"
+        f" ({100 * busy / max(capacity, 1e-9):.0f}% busy)",
         f"cpu:   controller and host (not in a container) {busy - sum(by_group.values()):.0f} CPU s",
     ]
     lines += [f"cpu:   {group} {used:.0f} CPU s" for group, used in sorted(by_group.items(), key=lambda g: -g[1])]

@@ -681,6 +681,10 @@ class Readiness:
         self.address = self.params["address"]
         self.clock = clock
         self.started = clock()
+        # The collectives end by `deadline`; the whole check, RLinf's attach included, by `whole_deadline`.
+        self.rlinf_timeout = max(1, self.params["rlinf_timeout"])
+        self.deadline = self.started + max(1, self.params["timeout"])
+        self.whole_deadline = self.deadline + self.rlinf_timeout
         self.actors = []
         # Each matched node's CPUs in Ray (RLinf's actors ask 1 each).
         self.cpus = {}
@@ -711,8 +715,7 @@ class Readiness:
     def rlinf_budget(self):
         """RLinf's attach gets rlinf_timeout, less what the collectives took beyond their own timeout
         (stopping their actors, leaving Ray): the whole check ends within timeout + rlinf_timeout."""
-        whole = self.started + max(1, self.params["timeout"]) + max(1, self.params["rlinf_timeout"])
-        return max(1.0, min(max(1, self.params["rlinf_timeout"]), whole - self.clock() - SESSION_REAP_S))
+        return max(1.0, min(self.rlinf_timeout, self.whole_deadline - self.clock() - SESSION_REAP_S))
 
     def reserve(self):
         return float(self.params["connect_timeout"]) + TCP_RESERVE
@@ -1053,7 +1056,7 @@ class Readiness:
                 f"address '{self.address}' is not ip:port; pass the head's Ray address, e.g. 10.0.0.1:6379."
             )
         num_nodes = self.params["num_nodes"] or len(expected)
-        deadline = self.started + max(1, self.params["timeout"])
+        deadline = self.deadline
 
         os.environ.update(read_ray_env(self.params.get("env_file")))
         try:
