@@ -80,7 +80,8 @@ class OwnedTree(TypedDict):
 
 
 class HostFirewall(TypedDict):
-    ufw_add: list[dict]  # rules to add through ufw (rlinf_firewall_manage_host)
+    ufw_add: list[str]  # node addresses ufw lets through this run (rlinf_firewall_manage_host)
+    our_table: Literal["apply", "remove", "leave"]  # the machine's firewall of ours (rlinf_firewall_enabled)
 
 
 class NodeFile(TypedDict):

@@ -79,5 +79,54 @@ def test_with_manage_host_the_plan_lists_exactly_the_rules_ufw_lacks():
     static = _plan(manage=True)
     ufw = parse_ufw(ACTIVE.replace("10.0.0.11", "10.0.0.1"))
     out = P.resolve(static, probes(w2={**probes()["w2"], "host_firewall": {"ufw": ufw}}), purpose="site")
-    assert out["nodes"]["w2"]["host_firewall"] == {"ufw_add": ["10.0.0.2"]}
-    assert out["nodes"]["h"]["host_firewall"] == {"ufw_add": []}
+    assert out["nodes"]["w2"]["host_firewall"] == {"ufw_add": ["10.0.0.2"], "our_table": "leave"}
+    assert out["nodes"]["h"]["host_firewall"] == {"ufw_add": [], "our_table": "leave"}
+
+
+def test_the_machines_owner_applies_our_table_and_a_second_ray_node_of_that_machine_leaves_it():
+    second = {
+        "ansible_host": "10.0.0.2",
+        "ray_port": 7379,
+        "ray_temp_dir": "/tmp/ray-b",
+        "rlinf_env_file": "/etc/rlinf/b.env",
+        "rlinf_env_profile_script": "/etc/profile.d/rlinf-b.sh",
+        "ray_node_unit_name": "rlinf-ray-b",
+        "rlinf_gpus_per_node": 0,
+        "ray_node_manager_port": 7380,
+        "ray_object_manager_port": 7381,
+        "ray_dashboard_agent_grpc_port": 7382,
+        "ray_runtime_env_agent_port": 7383,
+        "ray_metrics_export_port": 7384,
+        "ray_dashboard_agent_listen_port": 7385,
+    }
+    hv = hostvars(w2=second)
+    hv["w1"]["rlinf_gpus_per_node"] = 0
+    for name in hv:
+        hv[name]["rlinf_firewall_enabled"] = True
+    out = P.resolve(P.static_plan(GROUPS, hv), probes(w2=probes()["w1"]), purpose="site")["nodes"]
+    assert [out[n]["host_firewall"]["our_table"] for n in ("h", "w1", "w2")] == ["apply", "apply", "leave"]
+
+
+def test_with_the_firewall_off_only_a_node_holding_our_rules_removes_them():
+    static = P.static_plan(GROUPS, hostvars())
+    rules = {"firewall_rules": {"exists": True, "kind": "file", "ours": True}}
+    found = probes(w1={**probes()["w1"], "paths": rules})
+    out = P.resolve(static, found, purpose="site")["nodes"]
+    assert [out[n]["host_firewall"]["our_table"] for n in ("h", "w1", "w2")] == ["leave", "remove", "leave"]
+
+
+@pytest.mark.parametrize(
+    ("firewall_on", "owner", "rules_found", "expected"),
+    [
+        (True, True, False, "apply"),
+        (True, True, True, "apply"),
+        (True, False, True, "leave"),
+        (True, False, False, "leave"),
+        (False, True, True, "remove"),
+        (False, False, True, "remove"),
+        (False, True, False, "leave"),
+        (False, False, False, "leave"),
+    ],
+)
+def test_our_table_is_one_decision_of_three_inputs(firewall_on, owner, rules_found, expected):
+    assert P.resolution.our_table(firewall_on, owner, rules_found) == expected

@@ -349,16 +349,33 @@ def _host_problems(
         )
 
 
-def _host_firewall_problems(resolved: dict[str, dict], probes: Mapping[str, Mapping], problems: list[Problem]) -> None:
+def our_table(firewall_on: bool, machine_owner: bool, rules_found: bool) -> str:
+    """What the firewall role does with the machine's table of ours: the machine's owner applies it
+    (the Ray nodes of one machine share its firewall); with the firewall off, a node where an earlier
+    run left the rules removes them; otherwise it leaves the machine alone."""
+    if firewall_on:
+        return "apply" if machine_owner else "leave"
+    return "remove" if rules_found else "leave"
+
+
+def _host_firewall_problems(
+    resolved: dict[str, dict], probes: Mapping[str, Mapping], firewall_on: bool, problems: list[Problem]
+) -> None:
     """ufw or firewalld on a node that would drop the other nodes' Ray traffic; with
-    rlinf_firewall_manage_host, the ufw rules this run adds instead (the firewall role)."""
+    rlinf_firewall_manage_host, the ufw rules this run adds instead; and what becomes of our table
+    (the firewall role executes both)."""
     ips = {name: entry["ip"] for name, entry in resolved.items() if entry.get("ip")}
     for name, entry in resolved.items():
-        found = probes[name].get("host_firewall") or {}
+        probe = probes[name]
+        found = probe.get("host_firewall") or {}
         peers = list(dict.fromkeys(ip for ip in ips.values() if ip != ips.get(name)))
         manage = entry["firewall"]["manage_host"]
         problems.extend(Problem(name, text) for text in host_firewall.problems(found, peers, manage))
-        entry["host_firewall"] = {"ufw_add": host_firewall.closed_peers(found, peers) if manage else []}
+        rules_found = bool(((probe.get("paths") or {}).get("firewall_rules") or {}).get("exists"))
+        entry["host_firewall"] = {
+            "ufw_add": host_firewall.closed_peers(found, peers) if manage else [],
+            "our_table": our_table(firewall_on, bool(entry["machine_owner"]), rules_found),
+        }
 
 
 def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site") -> dict:
@@ -424,7 +441,7 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
         resolved[name] = entry
 
     if purpose == "site":
-        _host_firewall_problems(resolved, probes, problems)
+        _host_firewall_problems(resolved, probes, bool(cluster["firewall"]), problems)
 
     token = None
     if purpose in RENDER_PURPOSES and cluster["auth"]:
