@@ -9,7 +9,7 @@ import json
 import os
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.action_specs import CLUSTER_REPORT
-from ansible_collections.rlinf.cluster.plugins.module_utils.cluster_report import build, table
+from ansible_collections.rlinf.cluster.plugins.module_utils.cluster_report import build, gpu_readings, table
 from ansible_collections.rlinf.cluster.plugins.plugin_utils.controller_action import ControllerAction
 
 
@@ -32,8 +32,8 @@ class ActionModule(ControllerAction):
     def act(self, args, task_vars):
         hostvars = task_vars.get("hostvars") or {}
         manifests = self._registered(hostvars, args["expected_nodes"], args["manifest_var"])
-        gpus = self._registered(hostvars, args["expected_nodes"], args["gpus_var"])
         probes = self._registered(hostvars, args["expected_nodes"], args["probe_var"])
+        gpus = gpu_readings(probes, self._registered(hostvars, args["expected_nodes"], args["gpus_var"]))
         disks = {name: dict(probe.get("disk") or {}) for name, probe in probes.items()}
         now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         report = build(

@@ -29,6 +29,14 @@ def parse_manifest(result: Mapping | None) -> dict:
     return {"error": error[:300]}
 
 
+def gpu_readings(probes: Mapping[str, Mapping], registered: Mapping[str, Mapping]) -> dict:
+    """Each host's GPU reading: gpu_facts' where it ran, else the node read's (preflight read the
+    GPUs through an unchanged venv, and gpu_facts did not run again)."""
+    found = {name: {"gpus": probe["gpus"]} for name, probe in probes.items() if probe.get("gpus")}
+    found.update(registered)
+    return found
+
+
 def parse_gpus(result: Mapping | None) -> dict | None:
     """One node's GPU facts from the result of rlinf.cluster.gpu_facts; None when it did not run."""
     if not result or not isinstance(result.get("gpus"), Mapping):

@@ -14,6 +14,9 @@ tell (NVML, else ``nvidia-smi``).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import os
+import sys
 
 # What nvidia-smi is asked for; parse_nvidia_smi also reads the first two fields alone.
 NVIDIA_SMI_QUERY = ["--query-gpu=name,driver_version,uuid", "--format=csv,noheader"]
@@ -160,3 +163,51 @@ def facts(nvml_raw: dict | None, smi: dict | None) -> dict:
     elif smi.get("error") and "count" not in nvml_raw and "init_error" not in nvml_raw:
         out["error"] = f"NVML: {out['nvml_error']}; nvidia-smi: {smi['error']}"
     return out
+
+
+def ray_pynvml_path(ray_init: str | None) -> str | None:
+    """Ray's bundled pynvml beside ``ray/__init__.py`` (``ray_init``), if that Ray has it."""
+    if not ray_init:
+        return None
+    path = os.path.join(os.path.dirname(ray_init), "_private", "thirdparty", "pynvml", "pynvml.py")
+    return path if os.path.isfile(path) else None
+
+
+def load_pynvml(path: str):
+    """Ray's pynvml loaded from its file: `import ray` would cost seconds on every node. None when
+    it does not load here."""
+    file_spec = importlib.util.spec_from_file_location("rlinf_ray_pynvml", path)
+    if file_spec is None or file_spec.loader is None:
+        return None
+    nvml = importlib.util.module_from_spec(file_spec)
+    # pynvml builds its error classes from sys.modules[__name__] while it loads.
+    sys.modules[file_spec.name] = nvml
+    try:
+        file_spec.loader.exec_module(nvml)
+    except Exception:
+        sys.modules.pop(file_spec.name, None)
+        return None
+    return nvml
+
+
+def run_nvidia_smi(module, command):
+    """parse_nvidia_smi's result, or None when nvidia-smi is not installed (or not asked for).
+    ``module`` is the AnsibleModule that runs it."""
+    if not command:
+        return None
+    binary = command if os.path.isabs(command) else module.get_bin_path(command)
+    if not binary or not os.access(binary, os.X_OK):
+        return None
+    try:
+        rc, out, err = module.run_command([binary, *NVIDIA_SMI_QUERY])
+    except Exception as err:
+        return {"error": f"{binary} could not run ({type(err).__name__}: {err})"}
+    return parse_nvidia_smi(rc, out, err)
+
+
+def read_node(nvml, module, nvidia_smi: str) -> dict:
+    """The node's facts through ``nvml`` (None: Ray's pynvml was not found), asking nvidia-smi only
+    when NVML counted nothing."""
+    raw = read_nvml(nvml) if nvml is not None else None
+    smi = run_nvidia_smi(module, nvidia_smi) if raw is None or not raw.get("count") else None
+    return facts(raw, smi)

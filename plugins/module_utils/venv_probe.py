@@ -1,13 +1,14 @@
 """The script a venv's own interpreter runs to say what it holds (rlinf.cluster.node_state).
 
 Run as ``<venv>/bin/python -c VENV_PROBE '<json list of requirements>'``; prints one JSON
-object: the venv's Python and Ray versions and, for each requirement (``name[extras]==X``),
+object: the venv's Python and Ray versions, where its Ray's ``__init__.py`` is (found, not
+imported: Ray's bundled pynvml is beside it) and, for each requirement (``name[extras]==X``),
 what is missing or at another version, the dependencies of each extra included. Uses only
 the standard library and the ``packaging`` that pip vendors, so it runs in a bare venv.
 """
 
 VENV_PROBE = r"""
-import json, platform, sys
+import importlib.util, json, platform, sys
 from importlib import metadata
 try:
     from packaging.requirements import Requirement
@@ -40,6 +41,13 @@ def problems(text):
                 found.append(text + ": " + dep.name + " " + dep_version + " does not match " + str(dep.specifier))
     return found
 
-print(json.dumps({"python": platform.python_version(), "ray": installed("ray"),
+def ray_init():
+    try:
+        spec = importlib.util.find_spec("ray")
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec is not None else None
+
+print(json.dumps({"python": platform.python_version(), "ray": installed("ray"), "ray_init": ray_init(),
                   "unsatisfied": [line for text in json.loads(sys.argv[1]) for line in problems(text)]}))
 """

@@ -92,57 +92,25 @@ gpus:
 """
 
 import importlib.util  # noqa: E402 (imports follow the docs, as in every Ansible module)
-import os  # noqa: E402
-import sys  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.gpu_facts import (  # noqa: E402
-    NVIDIA_SMI_QUERY,
-    facts,
-    parse_nvidia_smi,
-    read_nvml,
+    load_pynvml,
+    ray_pynvml_path,
+    read_node,
 )
 
 
 def load_ray_pynvml():
-    """Ray's bundled pynvml, loaded from its file: `import ray` would cost seconds on every node.
-    None when this interpreter has no Ray (or Ray without it)."""
+    """Ray's bundled pynvml for this interpreter's Ray, without importing Ray; None when this
+    interpreter has no Ray (or Ray without it)."""
     try:
         spec = importlib.util.find_spec("ray")
     except (ImportError, ValueError):
         return None
-    if spec is None or not spec.origin:
-        return None
-    path = os.path.join(os.path.dirname(spec.origin), "_private", "thirdparty", "pynvml", "pynvml.py")
-    if not os.path.isfile(path):
-        return None
-    file_spec = importlib.util.spec_from_file_location("rlinf_ray_pynvml", path)
-    if file_spec is None or file_spec.loader is None:
-        return None
-    nvml = importlib.util.module_from_spec(file_spec)
-    # pynvml builds its error classes from sys.modules[__name__] while it loads.
-    sys.modules[file_spec.name] = nvml
-    try:
-        file_spec.loader.exec_module(nvml)
-    except Exception:
-        sys.modules.pop(file_spec.name, None)
-        return None
-    return nvml
-
-
-def run_nvidia_smi(module, command):
-    """parse_nvidia_smi's result, or None when nvidia-smi is not installed (or not asked for)."""
-    if not command:
-        return None
-    binary = command if os.path.isabs(command) else module.get_bin_path(command)
-    if not binary or not os.access(binary, os.X_OK):
-        return None
-    try:
-        rc, out, err = module.run_command([binary, *NVIDIA_SMI_QUERY])
-    except Exception as err:
-        return {"error": f"{binary} could not run ({type(err).__name__}: {err})"}
-    return parse_nvidia_smi(rc, out, err)
+    path = ray_pynvml_path(spec.origin if spec is not None else None)
+    return load_pynvml(path) if path else None
 
 
 def build_module():
@@ -154,12 +122,7 @@ def build_module():
 
 def main():
     module = build_module()
-    nvml = load_ray_pynvml()
-    raw = read_nvml(nvml) if nvml is not None else None
-    smi = None
-    if raw is None or not raw.get("count"):
-        smi = run_nvidia_smi(module, module.params["nvidia_smi"])
-    module.exit_json(changed=False, gpus=facts(raw, smi))
+    module.exit_json(changed=False, gpus=read_node(load_ray_pynvml(), module, module.params["nvidia_smi"]))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,9 @@ description:
     silently.
   - The host firewalls that are not rlinf-ansible's (C(ufw status verbose), whether firewalld runs and its
     trusted zone's sources), since they drop Ray's traffic whatever rlinf-ansible's own nft table accepts.
+  - With O(gpus), the node's NVIDIA GPUs as M(rlinf.cluster.gpu_facts) reads them (Ray's bundled C(pynvml) of the
+    venv's Ray, then C(nvidia-smi)), when the venv has Ray; so a run whose venv is unchanged does not read them
+    again after Ray's start.
   - A path is rlinf-ansible's when its manifest O(manifest) lists it or its first line says
     C(Managed by rlinf-ansible).
 version_added: 0.2.0
@@ -82,6 +85,10 @@ options:
     type: list
     elements: str
     default: []
+  gpus:
+    description: Read the node's NVIDIA GPUs through the venv's Ray (see RV(gpus)).
+    type: bool
+    default: false
 notes:
   - Needs C(ip) (iproute2) for the network part.
 """
@@ -134,7 +141,9 @@ python:
   returned: always
   type: dict
 venv:
-  description: C(exists), C(satisfied), C(unsatisfied) (requirement problems), C(python), C(ray).
+  description:
+    - C(exists), C(satisfied), C(unsatisfied) (requirement problems), C(python), C(ray), C(ray_init) (the venv's
+      C(ray/__init__.py), found without importing Ray).
   returned: always
   type: dict
 unit:
@@ -191,6 +200,16 @@ services:
   returned: always
   type: dict
   sample: {prometheus: {active: active, enabled: true}}
+gpus:
+  description:
+    - With O(gpus), what M(rlinf.cluster.gpu_facts) returns as C(gpus) (C(count),
+      C(nvml_count), C(driver_version), C(cuda_driver_version), C(models), C(uuids), C(source)).
+    - Not returned without a venv, or when the venv's Ray pynvml does not load in this interpreter (then
+      M(rlinf.cluster.gpu_facts) reads them with the venv's own Python).
+  returned: when O(gpus) and the venv was read
+  type: dict
+  sample: {count: 0, nvml_count: 0, driver_version: null, cuda_driver_version: null, models: {}, uuids: [],
+           source: null, nvml_error: NVML Shared Library Not Found}
 host_firewall:
   description:
     - The host firewalls that are not rlinf-ansible's. C(ufw) is C(ufw status verbose) read as C(active),
@@ -213,6 +232,7 @@ import sys  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
+from ansible_collections.rlinf.cluster.plugins.module_utils import gpu_facts  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.disk import usage  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.host_firewall import parse_ufw  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.node_files import (  # noqa: E402
@@ -338,7 +358,20 @@ def venv_info(module, venv, requirements):
         "unsatisfied": info["unsatisfied"],
         "python": info["python"],
         "ray": info["ray"],
+        "ray_init": info.get("ray_init"),
     }
+
+
+def gpu_info(module, venv: dict):
+    """gpu_facts' reading through the venv's Ray pynvml; None when the venv was not read or that
+    pynvml does not load here (gpu_facts then runs under the venv's own Python)."""
+    if not venv.get("exists") or venv.get("error"):
+        return None
+    path = gpu_facts.ray_pynvml_path(venv.get("ray_init"))
+    nvml = gpu_facts.load_pynvml(path) if path else None
+    if path and nvml is None:
+        return None
+    return gpu_facts.read_node(nvml, module, "nvidia-smi")
 
 
 def path_info(path, recorded):
@@ -441,6 +474,7 @@ def main():
             "disk": {"type": "dict", "default": {}},
             "token_file": {"type": "path"},
             "services": {"type": "list", "elements": "str", "default": []},
+            "gpus": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -481,6 +515,9 @@ def main():
     result["services"] = {name: service_state(module, name) for name in params["services"]} if result["systemd"] else {}
     if params["sandbox"] and result["systemd"]:
         result["sandbox"] = sandbox_info(module)
+    gpus = gpu_info(module, result["venv"]) if params["gpus"] else None
+    if gpus is not None:
+        result["gpus"] = gpus
     if params["port"] and result["unit"].get("active") != "active":
         result["port_busy"] = listening(params["port"])
     module.exit_json(**result)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from ansible_collections.rlinf.cluster.plugins.module_utils.cluster_report import build, parse_manifest, table
+from ansible_collections.rlinf.cluster.plugins.module_utils.cluster_report import (
+    build,
+    gpu_readings,
+    parse_manifest,
+    table,
+)
 
 HEADER = ["CUSTOM", "RAY", "PYTHON", "TEMP_FREE", "VENV_FREE"]
 EXPECTED = [{"name": "head", "rank": 0, "ip": "10.0.0.1"}, {"name": "w1", "rank": 1, "ip": "10.0.0.2"}]
@@ -113,3 +118,10 @@ def test_a_gpu_problem_fails_a_passing_check_and_names_the_node():
 def test_without_the_plans_gpu_nodes_no_gpu_rule_applies():
     report = build(OK_CHECK, EXPECTED, {}, "head", "a", "t", gpus={"w1": {"gpus": A100_FACTS}})
     assert report["ok"] and report["nodes"][1]["manifest"]["gpus"] == A100_FACTS
+
+
+def test_a_node_whose_gpus_the_node_read_found_keeps_them_and_gpu_facts_wins_where_it_ran():
+    probes = {"h": {"gpus": {"count": 8}}, "w1": {"gpus": {"count": 4}}, "w2": {}}
+    registered = {"w1": {"gpus": {"count": 2}, "changed": False}}
+    readings = gpu_readings(probes, registered)
+    assert readings == {"h": {"gpus": {"count": 8}}, "w1": {"gpus": {"count": 2}, "changed": False}}

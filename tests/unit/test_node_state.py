@@ -158,6 +158,55 @@ def test_no_venv_satisfies_nothing(tmp_path):
     assert info == {"exists": False, "satisfied": False, "unsatisfied": ["ray==2.60.0: no venv"]}
 
 
+def ray_package(site, pynvml_source):
+    """A Ray package whose import would fail, with a stand-in for its bundled pynvml."""
+    package = site / "ray"
+    (package / "_private" / "thirdparty" / "pynvml").mkdir(parents=True)
+    (package / "__init__.py").write_text("raise RuntimeError('ray must not be imported')\n")
+    if pynvml_source is not None:
+        (package / "_private" / "thirdparty" / "pynvml" / "pynvml.py").write_text(pynvml_source)
+    return package
+
+
+NO_DRIVER = (
+    "import sys\nthis_module = sys.modules[__name__]\n"
+    "def nvmlInit():\n    raise OSError('NVML Shared Library Not Found')\n"
+)
+
+
+class NoSmiModule(RealModule):
+    def get_bin_path(self, name):
+        return None
+
+
+def test_the_venv_read_says_where_its_ray_is_without_importing_it(venv):
+    package = ray_package(venv.parent / "site", NO_DRIVER)
+    info = mod.venv_info(RealModule(), str(venv), ["ray==2.60.0"])
+    assert info["ray_init"] == str(package / "__init__.py")
+
+
+def test_gpus_are_read_through_the_venvs_ray_pynvml(venv):
+    ray_package(venv.parent / "site", NO_DRIVER)
+    info = mod.venv_info(RealModule(), str(venv), ["ray==2.60.0"])
+    gpus = mod.gpu_info(NoSmiModule(), info)
+    assert gpus["count"] == 0 and gpus["nvml_count"] == 0 and gpus["nvml_error"] == "NVML Shared Library Not Found"
+
+
+def test_a_venv_without_rays_pynvml_reports_what_gpu_facts_would(venv):
+    ray_package(venv.parent / "site", None)
+    info = mod.venv_info(RealModule(), str(venv), ["ray==2.60.0"])
+    gpus = mod.gpu_info(NoSmiModule(), info)
+    assert gpus["nvml_count"] is None and "pynvml" in gpus["nvml_error"] and "not found" in gpus["nvml_error"]
+
+
+def test_no_gpu_reading_without_a_venv_or_when_its_pynvml_does_not_load_here(venv, tmp_path):
+    assert mod.gpu_info(NoSmiModule(), {"exists": False}) is None
+    ray_package(venv.parent / "site", "raise SyntaxError('a newer Python')\n")
+    info = mod.venv_info(RealModule(), str(venv), ["ray==2.60.0"])
+    # gpu_facts then reads them later with the venv's own Python.
+    assert mod.gpu_info(NoSmiModule(), info) is None
+
+
 class NamespaceModule:
     """systemd-run's answer: the transient unit's mount namespace (or a failure)."""
 
