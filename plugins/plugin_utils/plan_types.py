@@ -204,6 +204,7 @@ class ControllerPaths(TypedDict):
 class TokenSource(TypedDict):
     source: Literal["vault", "controller", "node", "new", "rotate"]
     read_from: str  # the node whose token the run takes ("" unless source is node)
+    read_path: str  # its token file ("" unless source is node)
 
 
 class ClusterSettings(TypedDict):

@@ -36,12 +36,13 @@ def planned(found, hv=None, on_controller=False, purpose="site"):
 
 def test_without_a_controller_token_the_heads_token_is_used():
     plan = planned(with_tokens(h=ONE, w1=ONE, w2=None))
-    assert plan["cluster"]["token"] == {"source": "node", "read_from": "h"}
+    assert plan["cluster"]["token"] == {"source": "node", "read_from": "h", "read_path": "/etc/rlinf/ray-auth-token"}
 
 
 def test_a_worker_holds_the_token_when_the_head_has_none():
-    plan = planned(with_tokens(h=None, w1=None, w2=ONE))
-    assert plan["cluster"]["token"] == {"source": "node", "read_from": "w2"}
+    plan = planned(with_tokens(h=None, w1=None, w2=ONE), hv=hostvars(w2={"ray_auth_token_file": "/etc/rlinf/w2-token"}))
+    # The run reads that worker's own token file.
+    assert plan["cluster"]["token"] == {"source": "node", "read_from": "w2", "read_path": "/etc/rlinf/w2-token"}
 
 
 def test_a_new_token_only_when_no_node_has_one():

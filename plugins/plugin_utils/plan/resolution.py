@@ -480,7 +480,9 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
         head_port = head_port or plan["nodes"][head]["ports"]["ray_port"]
         out["cluster"] = dict(cluster, head_ip=head_ip, head_port=head_port, head_address=f"{head_ip}:{head_port}")
     if token is not None:
-        out["cluster"] = dict(out["cluster"], token=token)
+        # The file the run reads the nodes' token from (on read_from, delegated to once).
+        read_path = plan["nodes"][token["read_from"]]["paths"]["token_file"] if token["read_from"] else ""
+        out["cluster"] = dict(out["cluster"], token=dict(token, read_path=read_path))
     for name, entry in resolved.items():
         if purpose in RENDER_PURPOSES and head in resolved:
             entry.update(_rendered(entry, out, probes[name]))
