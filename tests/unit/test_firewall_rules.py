@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_plan import second_ray_node
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.firewall import (
     DEFAULT_CLIENT_PORT,
@@ -26,15 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GROUPS = {"ray_head": ["head"], "ray_workers": ["w1", "w2"]}
 ADDRESSES = {"head": "10.1.0.10", "w1": "10.1.0.11", "w2": "10.1.0.12", "b": "10.1.0.10"}
 # A second Ray node on the head's machine, with what validation already demands.
-SHARED = {
-    "ansible_host": "192.0.2.10",
-    "ray_port": 7379,
-    "ray_temp_dir": "/tmp/ray-b",
-    "rlinf_env_file": "/etc/rlinf/b.env",
-    "rlinf_env_profile_script": "/etc/profile.d/rlinf-b.sh",
-    "ray_node_unit_name": "rlinf-ray-b",
-    "rlinf_gpus_per_node": 0,
-}
+SHARED = second_ray_node("192.0.2.10")
 
 
 def hostvars(**per_host):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_plan import GROUPS, hostvars, probes
+from test_plan import GROUPS, hostvars, probes, second_ray_node
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.host_firewall import closed_peers, parse_ufw, problems
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
@@ -84,21 +84,16 @@ def test_with_manage_host_the_plan_lists_exactly_the_rules_ufw_lacks():
 
 
 def test_the_machines_owner_applies_our_table_and_a_second_ray_node_of_that_machine_leaves_it():
-    second = {
-        "ansible_host": "10.0.0.2",
-        "ray_port": 7379,
-        "ray_temp_dir": "/tmp/ray-b",
-        "rlinf_env_file": "/etc/rlinf/b.env",
-        "rlinf_env_profile_script": "/etc/profile.d/rlinf-b.sh",
-        "ray_node_unit_name": "rlinf-ray-b",
-        "rlinf_gpus_per_node": 0,
-        "ray_node_manager_port": 7380,
-        "ray_object_manager_port": 7381,
-        "ray_dashboard_agent_grpc_port": 7382,
-        "ray_runtime_env_agent_port": 7383,
-        "ray_metrics_export_port": 7384,
-        "ray_dashboard_agent_listen_port": 7385,
-    }
+    # The firewall pins every port: the second node's must differ from the first's too.
+    second = second_ray_node(
+        "10.0.0.2",
+        ray_node_manager_port=7380,
+        ray_object_manager_port=7381,
+        ray_dashboard_agent_grpc_port=7382,
+        ray_runtime_env_agent_port=7383,
+        ray_metrics_export_port=7384,
+        ray_dashboard_agent_listen_port=7385,
+    )
     hv = hostvars(w2=second)
     hv["w1"]["rlinf_gpus_per_node"] = 0
     for name in hv:

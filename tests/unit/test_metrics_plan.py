@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from test_plan import second_ray_node
 
 from ansible_collections.rlinf.cluster.plugins.module_utils.firewall import machine_rules
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, sentences
@@ -15,15 +16,7 @@ GROUPS = {"ray_head": ["h"], "ray_workers": ["w1", "w2"]}
 # SSH addresses (ansible_host) and the Ray addresses the nodes resolve to (a data NIC).
 SSH = {"h": "192.0.2.1", "w1": "192.0.2.2", "w2": "192.0.2.3"}
 RAY = {"h": "10.1.0.1", "w1": "10.1.0.2", "w2": "10.1.0.3"}
-SHARED = {
-    "ansible_host": SSH["w1"],
-    "ray_port": 7379,
-    "ray_temp_dir": "/tmp/ray-b",
-    "rlinf_env_file": "/etc/rlinf/b.env",
-    "rlinf_env_profile_script": "/etc/profile.d/rlinf-b.sh",
-    "ray_node_unit_name": "rlinf-ray-b",
-    "rlinf_gpus_per_node": 0,
-}
+SHARED = second_ray_node(SSH["w1"])
 
 
 def hostvars(on=True, groups=GROUPS, **per_host):

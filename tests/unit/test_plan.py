@@ -21,6 +21,21 @@ def hostvars(**per_host):
     return base
 
 
+def second_ray_node(address, **extra):
+    """A second Ray node on the machine at ``address``, with what validation already demands of it
+    (its own ray_port, temp dir, env files and unit, no GPUs of its own)."""
+    return {
+        "ansible_host": address,
+        "ray_port": 7379,
+        "ray_temp_dir": "/tmp/ray-b",
+        "rlinf_env_file": "/etc/rlinf/b.env",
+        "rlinf_env_profile_script": "/etc/profile.d/rlinf-b.sh",
+        "ray_node_unit_name": "rlinf-ray-b",
+        "rlinf_gpus_per_node": 0,
+        **extra,
+    }
+
+
 def probe(address, device="eth0", **extra):
     data = {
         "systemd": True,
@@ -337,15 +352,7 @@ def test_the_plan_is_not_changed_by_resolving_it():
 def test_ray_nodes_sharing_a_machine_share_its_venv_and_firewall_installed_once():
     groups = {"ray_head": ["h"], "ray_workers": ["w1", "b"]}
     hv = hostvars()
-    hv["b"] = {
-        "ansible_host": "10.0.0.2",
-        "ray_port": 7379,
-        "ray_temp_dir": "/tmp/ray-b",
-        "rlinf_env_file": "/etc/rlinf/b.env",
-        "rlinf_env_profile_script": "/etc/profile.d/rlinf-b.sh",
-        "ray_node_unit_name": "rlinf-ray-b",
-        "rlinf_gpus_per_node": 0,
-    }
+    hv["b"] = second_ray_node("10.0.0.2")
     hv["w1"]["rlinf_gpus_per_node"] = 0
     plan = P.static_plan(groups, hv)
     assert [plan["nodes"][n]["installs_venv"] for n in ("h", "w1", "b")] == [True, True, False]
