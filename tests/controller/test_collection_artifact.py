@@ -3,6 +3,7 @@ works without the checkout. Controller only: no lab hosts."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -149,6 +150,9 @@ def test_built_collection_installs_and_runs_validate_outside_the_checkout(instal
     inventory = tmp_path / "site-inventory"
     shutil.copytree(collection / "inventories" / "sample", inventory)
     before = _tree(installed)
+    first_inventory = subprocess.run(
+        [BIN / "ansible-inventory", "-i", inventory, "--list"], cwd=workdir, env=env, capture_output=True, text=True
+    ).stdout
     run = subprocess.run(
         [BIN / "ansible-playbook", "rlinf.cluster.validate", "-i", inventory],
         cwd=workdir,
@@ -157,9 +161,15 @@ def test_built_collection_installs_and_runs_validate_outside_the_checkout(instal
         text=True,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    # validate.yml writes the plan: next to the inventory, nothing under the installed collection.
-    assert (inventory / "artifacts" / "cluster-plan.json").is_file(), sorted(_tree(tmp_path))
+    # validate.yml writes the plan: in the inventory's state dir, nothing under the installed collection.
+    assert (inventory / ".rlinf" / "artifacts" / "cluster-plan.json").is_file(), sorted(_tree(tmp_path))
     assert _tree(installed) == before, f"written into the installed collection: {sorted(_tree(installed) - before)}"
+    # The next run reads the inventory directory again: nothing the last run wrote is read as inventory.
+    again = subprocess.run(
+        [BIN / "ansible-inventory", "-i", inventory, "--list"], cwd=workdir, env=env, capture_output=True, text=True
+    )
+    assert again.returncode == 0 and "not a valid group" not in again.stderr, again.stderr[-2000:]
+    assert set(json.loads(again.stdout)) == set(json.loads(first_inventory)), again.stdout[-2000:]
     # The sample inventory's rank table and cluster block, as the checkout prints them (README).
     assert "4     edge-2      198.51.100.22  worker  edge   0" in run.stdout, run.stdout[-3000:]
     assert "num_nodes: 5" in run.stdout, run.stdout[-3000:]

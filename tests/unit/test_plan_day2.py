@@ -40,13 +40,14 @@ def test_state_lives_next_to_the_inventory_and_a_checkouts_reports_next_to_its_p
     assert controller["legacy_token_file"] == artifacts + "/secrets/ray-auth-token"
 
 
-def test_an_installed_collection_writes_its_reports_next_to_the_inventory_not_inside_itself():
+def test_an_installed_collection_writes_its_reports_in_the_inventorys_state_dir_not_inside_itself():
     collection = "/usr/share/ansible/collections/ansible_collections/rlinf/cluster"
     context = {"playbook_dir": collection + "/playbooks", "installed_collection": True, "cwd": "/home/me"}
     controller = P.static_plan(GROUPS, hostvars(h={"inventory_dir": "/sites/prod"}), context)["cluster"]["controller"]
-    assert controller["report_path"] == "/sites/prod/artifacts/cluster-report.json"
-    assert controller["plan_path"] == "/sites/prod/artifacts/cluster-plan.json"
-    assert controller["metrics_dashboards_dir"].startswith("/sites/prod/artifacts/")
+    # Under the hidden state dir: Ansible would read a report beside hosts.yml as inventory.
+    assert controller["report_path"] == "/sites/prod/.rlinf/artifacts/cluster-report.json"
+    assert controller["plan_path"] == "/sites/prod/.rlinf/artifacts/cluster-plan.json"
+    assert controller["metrics_dashboards_dir"].startswith("/sites/prod/.rlinf/artifacts/")
     assert controller["token_file"] == "/sites/prod/.rlinf/secrets/ray-auth-token"
     # Only read (adopted once), never written: where earlier releases kept the token.
     assert controller["legacy_token_file"] == collection + "/artifacts/secrets/ray-auth-token"

@@ -105,11 +105,13 @@ def _controller_defaults(context: Mapping, inventory_dir: str = "") -> dict:
     code-sync wheels) next to the inventory, so a checkout and an installed collection run against
     one inventory share one token. Reports go to artifacts/ next to the playbooks in a checkout;
     an installed collection's directory is not the operator's (and may be read-only), so there
-    they go to artifacts/ next to the inventory, or in the working directory. An inventory
-    without a directory (``-i a,b,``) keeps its state in artifacts/."""
+    they go to the inventory's state directory (.rlinf/artifacts), or to artifacts/ in the working
+    directory. An inventory without a directory (``-i a,b,``) keeps its state in artifacts/."""
     inventory_dir = str(context.get("inventory_dir") or inventory_dir or "").rstrip("/")
     if context.get("installed_collection"):
-        base = inventory_dir or str(context.get("cwd") or ".").rstrip("/")
+        # Not artifacts/ beside hosts.yml: Ansible reads every file of an inventory directory but
+        # hidden ones as inventory (a report's keys became groups, with a warning for each).
+        base = f"{inventory_dir}/{STATE_SUBDIR}" if inventory_dir else str(context.get("cwd") or ".").rstrip("/")
         artifacts = f"{base}/artifacts"
     else:
         artifacts = _checkout_artifacts(context)
