@@ -136,9 +136,11 @@ test-lab: lab-up
 LAB_B := LAB_NAME=rlinf-lab-b LAB_SUBNET=10.89.86.0/24 LAB_DISTRO=bookworm LAB_SSH_USER=root LAB_NICS=1
 test-lab-2: lab-up
 	$(LAB_B) bash lab/timed.sh "lab B up" $(BIN)/python lab/lab.py up --nodes $(LAB_NODES)
-	RLINF_LAB_INVENTORIES="$(abspath $(INVENTORY)) $(CURDIR)/.lab/rlinf-lab-b/inventory" \
+	rm -f .lab/lab-suite-cpu.jsonl
+	RLINF_LAB_INVENTORIES="$(abspath $(INVENTORY)) $(CURDIR)/.lab/rlinf-lab-b/inventory" RLINF_TEST_CPU_LOG=$(CURDIR)/.lab/lab-suite-cpu.jsonl \
 	  $(BIN)/pytest -m "lab and not scenario" -q -n 2 --dist loadfile --durations=30 --junitxml=.lab/lab-suite.xml tests/integration \
 	  2>&1 | tee .lab/lab-suite.log; status=$${PIPESTATUS[0]}; \
+	  $(BIN)/python tests/integration/cpu_account.py .lab/lab-suite-cpu.jsonl || true; \
 	  if [ $$status != 0 ]; then bash lab/failure-excerpt.sh "lab suite" .lab/lab-suite.log; fi; \
 	  $(LAB_B) $(BIN)/python lab/lab.py down >/dev/null; exit $$status
 

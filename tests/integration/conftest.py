@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 
+import cpu_account
 import pytest
-from lab_helpers import cluster_problems, lab_hosts, run_playbook
+from lab_helpers import cluster_problems, lab_containers, lab_hosts, run_playbook
 from longest_first import DURATIONS, LongestFirst
 
 
@@ -21,6 +22,19 @@ def pytest_xdist_make_scheduler(config, log):
     if config.getoption("dist") == "loadfile" and DURATIONS.exists():
         return LongestFirst(config, log)
     return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """RLINF_TEST_CPU_LOG: each test's CPU, its setup and teardown included (cpu_account.py)."""
+    if not cpu_account.LOG or item.get_closest_marker("lab") is None:
+        return (yield)
+    containers = lab_containers()
+    before = cpu_account.snapshot(containers)
+    try:
+        return (yield)
+    finally:
+        cpu_account.record("test", item.nodeid, before, cpu_account.snapshot(containers))
 
 
 @pytest.fixture(scope="module")
