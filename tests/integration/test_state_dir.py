@@ -79,8 +79,9 @@ def test_the_installed_collection_keeps_the_checkouts_token(tmp_path):
             timeout=1800,
         )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    # It ran the installed playbooks: their report lands next to the inventory, not in the collection.
-    report = LAB_INVENTORY / "artifacts" / "cluster-report.json"
+    # It ran the installed playbooks: their report lands in the inventory's state dir (where Ansible
+    # does not read it as inventory), not in the collection.
+    report = LAB_INVENTORY / ".rlinf" / "artifacts" / "cluster-report.json"
     assert report.is_file() and report.stat().st_mtime >= started
     recap = [line for line in run.stdout.splitlines() if " changed=" in line]
     assert recap and all(" changed=0 " in line for line in recap), recap
