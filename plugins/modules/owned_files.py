@@ -18,7 +18,8 @@ description:
     (an earlier install's).
   - With O(state=absent) (purge), removes exactly what the manifest lists, newest first - files,
     the listed files of trees, then directories only when empty - and the manifest itself. What it
-    does not list (the operator's files, next to or inside ours) stays.
+    does not list (the operator's files, next to or inside ours) stays, and so does what a manifest of
+    O(peer_manifests) lists too (another Ray node of the machine uses it).
   - Returns which files changed and whether one of them asks Ray to restart (C(restart)) or systemd
     to reload (C(reload)).
 version_added: 0.2.0
@@ -149,6 +150,15 @@ options:
     type: list
     elements: dict
     default: []
+  peer_manifests:
+    description:
+      - With O(state=absent), the manifests of the other Ray nodes of this machine. A path one of them lists
+        (the machine's token file, which every Ray node of it uses) stays until the last of them is purged.
+      - Read under a lock on the manifest's directory, so that the machine's nodes purged in one run agree on
+        which of them removes what they share.
+    type: list
+    elements: path
+    default: []
   dir_mode:
     description: Mode of the parent directories this module creates.
     type: str
@@ -180,6 +190,7 @@ EXAMPLES = r"""
   rlinf.cluster.owned_files:
     manifest: /etc/rlinf/state/rlinf-ray.manifest.json
     state: absent
+    peer_manifests: [/etc/rlinf/state/rlinf-ray-b.manifest.json]
 """
 
 RETURN = r"""
@@ -195,6 +206,11 @@ created:
   elements: str
 kept:
   description: With O(state=absent), listed directories kept because something else is inside.
+  returned: always
+  type: list
+  elements: str
+shared:
+  description: With O(state=absent), listed paths kept because a manifest of O(peer_manifests) lists them too.
   returned: always
   type: list
   elements: str
@@ -214,6 +230,8 @@ reload:
   type: bool
 """
 
+import contextlib  # noqa: E402
+import fcntl  # noqa: E402
 import grp  # noqa: E402
 import os  # noqa: E402
 import pwd  # noqa: E402
@@ -270,6 +288,7 @@ class Files:
             "changed_paths": [],
             "created": [],
             "kept": [],
+            "shared": [],
             "venv_extra": {},
             "restart": False,
             "reload": False,
@@ -407,11 +426,41 @@ class Files:
             self.save()
 
     def absent(self):
+        with self._machine_lock():
+            self._absent(self._peer_listed())
+
+    @contextlib.contextmanager
+    def _machine_lock(self):
+        """The manifests of one machine's Ray nodes share a directory: its lock orders their purges."""
+        directory = os.path.dirname(self.manifest)
+        if not self.params["peer_manifests"] or not os.path.isdir(directory):
+            yield
+            return
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _peer_listed(self):
+        return {
+            entry["path"]
+            for peer in self.params["peer_manifests"]
+            if os.path.abspath(peer) != os.path.abspath(self.manifest)
+            for entry in read_manifest(peer)
+        }
+
+    def _absent(self, shared):
         # What this call removed, or would remove in check mode: a directory holding nothing
         # else would go too.
         self.gone = set()
         for entry in reversed(self.entries):
             path, kind = entry["path"], entry["kind"]
+            if path in shared:
+                if os.path.lexists(path):
+                    self.result["shared"].append(path)
+                continue
             if kind == "file":
                 if os.path.lexists(path) and not os.path.isdir(path):
                     if not self.module.check_mode:
@@ -534,6 +583,7 @@ def main():
             "secret_values": {"type": "list", "elements": "str", "default": [], "no_log": True},
             "remove": {"type": "list", "elements": "dict", "default": []},
             "record": {"type": "list", "elements": "dict", "default": []},
+            "peer_manifests": {"type": "list", "elements": "path", "default": []},
             "dir_mode": {"type": "str", "default": "0755"},
         },
         supports_check_mode=True,

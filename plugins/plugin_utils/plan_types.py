@@ -112,6 +112,7 @@ class NodePlan(TypedDict):
     machine: str  # nodes sharing a machine (compute + control) share its venv and firewall
     machine_owner: bool  # the first Ray node of its machine: it installs what the machine shares
     installs_venv: bool
+    peer_manifests: list[str]  # the manifests of the machine's other Ray nodes: purge keeps what they list
     node_groups: list[str]
     node_group: str
     gpus: int | None

@@ -1,7 +1,8 @@
 """Two Ray nodes on one machine (issue 15): a second host entry on the last lab host, with its
 own unit, env file, shell snippet and temp dir, joins as the next rank; status shows both
 ranks; tearing down that one node leaves the machine's other Ray node running; purging it
-removes its own files and none of the other node's."""
+removes its own files and none of the other node's (the machine's token file, which both use,
+stays until the last of them is purged)."""
 
 from __future__ import annotations
 
@@ -38,11 +39,13 @@ def test_two_ray_nodes_on_one_machine(tmp_path):
         groups["ray_workers"]["hosts"][second] = {"ansible_host": shared, **SECOND}
 
     inventory = write_inventory(tmp_path, add_second)
+    token_digest = "sha256sum /etc/rlinf/ray-auth-token"
     try:
         run = run_playbook("site.yml", tmp_path, inventory=inventory)
         assert run.rc == 0, run.stdout[-3000:]
         # Ray's table holds both nodes at the machine's one address: status tells them apart by rank.
         assert units_active(shared) == {"rlinf-ray": "active", "rlinf-ray-b": "active"}
+        token_before = ssh(shared, token_digest).stdout
         env_b = ssh(shared, "cat /etc/rlinf/rlinf-b.env").stdout
         assert f"RLINF_NODE_RANK={len(hosts)}" in env_b.replace("'", ""), env_b
 
@@ -70,6 +73,9 @@ def test_two_ray_nodes_on_one_machine(tmp_path):
             extravars={"teardown_purge": True, "teardown_confirm": "yes"},
         )
         assert purge.rc == 0, purge.stdout[-3000:]
+    said = " ".join(purge.stdout.split())
+    assert "kept /etc/rlinf/ray-auth-token: another Ray node of this machine lists them too" in said, said[-3000:]
+    assert ssh(shared, token_digest).stdout == token_before
     left = ssh(
         shared,
         "ls -d /etc/rlinf/rlinf-b.env /etc/profile.d/rlinf-b.sh /etc/systemd/system/rlinf-ray-b.service",

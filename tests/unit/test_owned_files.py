@@ -129,6 +129,43 @@ def test_purge_removes_what_was_recorded_and_keeps_what_was_not(tree):
     assert str(venv) in result["kept"] and str(tree["root"] / "etc") in result["kept"]
 
 
+def second_node(tree, token="s3cretT0kenValue"):
+    """Another Ray node of the machine: its own manifest and env file, the machine's token file."""
+    manifest = os.path.join(os.path.dirname(tree["manifest"]), "node-b.manifest.json")
+    env_b = str(tree["root"] / "etc" / "rlinf-b.env")
+    run(
+        {
+            "manifest": manifest,
+            "files": [{"path": env_b, "content": "B='1'\n"}],
+            "secret_files": [{"path": tree["token"], "content": token, "mode": "0600"}],
+        }
+    )
+    return manifest, env_b
+
+
+def test_purging_one_ray_node_of_a_machine_keeps_what_the_other_lists_until_the_last_goes(tree, monkeypatch):
+    monkeypatch.setattr(mod, "PROJECT_DIRS", (str(tree["root"] / "etc"),))  # the token is in /etc/rlinf
+    present(tree)
+    manifest_b, env_b = second_node(tree)
+    # The first node wrote the token: the second records it too (the same content, its own run).
+    assert tree["token"] in [e["path"] for e in read_manifest(manifest_b)]
+    result = run({"manifest": manifest_b, "state": "absent", "peer_manifests": [tree["manifest"], manifest_b]})
+    assert not os.path.exists(env_b) and not os.path.exists(manifest_b)
+    assert os.path.exists(tree["token"]) and tree["token"] in result["shared"]
+    assert tree["token"] not in result["changed_paths"]
+    # The last one of the machine: nothing of the other lists the token any more.
+    last = run({"manifest": tree["manifest"], "state": "absent", "peer_manifests": [manifest_b]})
+    assert last["shared"] == [] and not os.path.exists(tree["token"]) and not os.path.exists(tree["env"])
+
+
+def test_without_peer_manifests_purge_removes_a_file_another_node_lists(tree, monkeypatch):
+    monkeypatch.setattr(mod, "PROJECT_DIRS", (str(tree["root"] / "etc"),))
+    present(tree)
+    manifest_b, _ = second_node(tree)
+    result = run({"manifest": manifest_b, "state": "absent"})
+    assert result["shared"] == [] and not os.path.exists(tree["token"])
+
+
 def test_purge_in_check_mode_removes_nothing(tree):
     present(tree)
     result = run({"manifest": tree["manifest"], "state": "absent"}, check=True)

@@ -357,6 +357,11 @@ def test_ray_nodes_sharing_a_machine_share_its_venv_and_firewall_installed_once(
     plan = P.static_plan(groups, hv)
     assert [plan["nodes"][n]["installs_venv"] for n in ("h", "w1", "b")] == [True, True, False]
     assert [plan["nodes"][n]["machine_owner"] for n in ("h", "w1", "b")] == [True, True, False]
+    # Each purge keeps what the machine's other Ray node lists (the token file both use).
+    manifests = {n: plan["nodes"][n]["paths"]["manifest"] for n in ("h", "w1", "b")}
+    assert plan["nodes"]["h"]["peer_manifests"] == []
+    assert plan["nodes"]["w1"]["peer_manifests"] == [manifests["b"]]
+    assert plan["nodes"]["b"]["peer_manifests"] == [manifests["w1"]]
     # The venv exists (the first node installed it): only that node lists it in its manifest, so
     # purging the other Ray node of the machine keeps it.
     venv = {key: {"exists": True, "kind": "dir", "ours": True} for key in ("venv", "wheelhouse")}

@@ -608,6 +608,13 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
         nodes[name] = node
 
     _shared_machine_paths(list(nodes.values()), problems)
+    for node in nodes.values():
+        # Purge keeps what another Ray node of the machine lists too (its token file).
+        node["peer_manifests"] = [
+            other["paths"]["manifest"]
+            for other in nodes.values()
+            if other is not node and other["machine"] == node["machine"]
+        ]
     metrics_settings, metrics_problems = metrics.settings(
         order, head_reader["rlinf_metrics_host"], head_reader, head_reader["rlinf_metrics_enabled"]
     )
