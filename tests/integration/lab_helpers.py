@@ -7,6 +7,7 @@ missing, so a run without hosts cannot pass by accident.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -315,39 +316,76 @@ LEFTOVERS = (
 )
 
 
+def gcs_alive(head_address: str) -> dict[str, str]:
+    """Node ID -> IP of every node the head's GCS lists as ALIVE (gcs_alive.py: one RPC, no driver)."""
+    script = (Path(__file__).parent / "gcs_alive.py").read_text()
+    proc = ssh(head_address, f"{NODE_ENV} /opt/rlinf/venv/bin/python - {head_address}:6379", stdin=script)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# Per node, in one SSH: the unit's state, then for each raylet its node ID and the RLINF_* variables of
+# its environment (the Ray workers it starts inherit them), then the digest of the token file every Ray
+# worker the raylet starts reads, then what a test left that site.yml removes.
+NODE_TOKEN = "/etc/rlinf/ray-auth-token"
+NODE_CHECK = (
+    "systemctl is-active rlinf-ray;"
+    " for p in $(pgrep -x raylet); do echo raylet;"
+    " tr '\\0' '\\n' < /proc/$p/cmdline | grep '^--node_id=';"
+    " tr '\\0' '\\n' < /proc/$p/environ | grep '^RLINF_'; done;"
+    f" echo token=$(sha256sum < {NODE_TOKEN} 2>/dev/null | cut -d' ' -f1);"
+    f" ls {' '.join(LEFTOVERS)} 2>/dev/null"
+)
+
+
 def cluster_problems(hosts: dict[str, str]) -> list[str]:
     """How the lab differs from the cluster site.yml makes from the lab inventory (empty when
-    it does not): every host ALIVE, its Ray workers reading its rank and the default
-    environment, no firewall or metrics left, the controller's token present. One probe and
-    one SSH per host, a few seconds."""
+    it does not): every host's unit active with one raylet, that raylet ALIVE in the head's GCS (its
+    node ID, so not an entry a dead raylet left) and reading its rank and the default environment,
+    no other node ALIVE, no firewall or metrics left, the controller's token present and on every
+    node (the Ray workers a raylet starts read it: without it they never start). One SSH per host
+    and one GCS RPC on the head: no driver, so no Ray worker is started."""
     problems = []
+    token = ""
     if not CONTROLLER_TOKEN.exists():
         problems.append(f"the controller's token {CONTROLLER_TOKEN} is missing")
-    # First the unit's state: a driver started while the head is down waits for it (minutes).
-    state = f"systemctl is-active rlinf-ray; ls {' '.join(LEFTOVERS)} 2>/dev/null"
+    else:
+        token = hashlib.sha256(CONTROLLER_TOKEN.read_bytes()).hexdigest()
+    head = next(iter(hosts.values()))
+    node_ids = {}
     with ThreadPoolExecutor(len(hosts)) as pool:
-        found = pool.map(lambda a: ssh(a, state, check=False).stdout.split() or ["unreachable"], hosts.values())
-        for name, (active, *left) in zip(hosts, found, strict=True):
+        found = pool.map(lambda a: ssh(a, NODE_CHECK, check=False).stdout.split("\n"), hosts.values())
+        for rank, (name, (active, *lines)) in enumerate(zip(hosts, found, strict=True)):
             if active != "active":
-                problems.append(f"rlinf-ray is {active} on {name}")
+                problems.append(f"rlinf-ray is {active or 'unreachable'} on {name}")
+                continue
+            raylets = lines.count("raylet")
+            if raylets != 1:
+                problems.append(f"{name} runs {raylets} raylets")
+                continue
+            env = dict(line.split("=", 1) for line in lines if line.startswith("RLINF_"))
+            node_ids[name] = next((line.split("=", 1)[1] for line in lines if line.startswith("--node_id=")), "")
+            left = [line for line in lines if line.startswith("/")]
             if left:
                 problems.append(f"{name} still has {left}")
+            if token and f"token={token}" not in lines:
+                problems.append(f"{NODE_TOKEN} on {name} is missing or is not the controller's token")
+            # RLINF_COMM_NET_DEVICES is always there: the NIC of the node's address (eth0 in the lab).
+            nic = env.pop("RLINF_COMM_NET_DEVICES", "")
+            want = {"RLINF_NODE_RANK": str(rank), "RLINF_RAY_HEAD_ADDRESS": f"{head}:6379"}
+            if env != want or not nic:
+                problems.append(f"the Ray workers of {name} read {env} (NIC {nic!r}), the lab inventory gives {want}")
     if any(p.startswith("rlinf-ray is ") for p in problems):
         return problems
-    head = next(iter(hosts.values()))
     try:
-        nodes = probe_cluster(head)
+        alive = gcs_alive(head)
     except (AssertionError, ValueError, IndexError, subprocess.TimeoutExpired) as err:
         return [*problems, f"no Ray cluster answers at {head}: {str(err)[-500:]}"]
-    want = {
-        ip: {"RLINF_NODE_RANK": str(rank), "RLINF_RAY_HEAD_ADDRESS": f"{head}:6379"}
-        for rank, ip in enumerate(hosts.values())
-    }
-    # RLINF_COMM_NET_DEVICES is always there: the NIC of the node's address (eth0 in the lab).
-    seen = {ip: {k: v for k, v in node["env"].items() if k != "RLINF_COMM_NET_DEVICES"} for ip, node in nodes.items()}
-    nics = {ip: node["env"].get("RLINF_COMM_NET_DEVICES") for ip, node in nodes.items()}
-    if seen != want or not all(nics.values()):
-        problems.append(f"the Ray workers read {seen} (NICs {nics}), the lab inventory gives {want}")
+    for name, node_id in node_ids.items():
+        if alive.get(node_id) != hosts[name]:
+            problems.append(f"the raylet of {name} ({node_id[:12]}) is not ALIVE in the head's GCS")
+    others = sorted(set(alive.values()) - set(hosts.values()))
+    if others:
+        problems.append(f"the head's GCS has other nodes ALIVE: {others}")
     return problems
 
 
