@@ -48,6 +48,20 @@ def machine_busy() -> tuple[float, float]:
     return (total - idle) / ticks, total / ticks
 
 
+def cgroup_cpu_stat(container_id: str) -> Path | None:
+    """The cpu.stat of a container's cgroup (its full ID), wherever this podman puts it."""
+    for root in CGROUP_ROOTS:
+        for candidate in (root / f"libpod-{container_id}", root / f"libpod-{container_id}.scope"):
+            if (candidate / "cpu.stat").exists():
+                return candidate / "cpu.stat"
+    return None
+
+
+def cpu_seconds(stat: Path) -> float:
+    """The CPU seconds a cgroup used (its cpu.stat's usage_usec)."""
+    return next(int(v.split()[1]) for v in stat.read_text().splitlines() if v.startswith("usage_usec")) / 1e6
+
+
 def container_usage() -> dict[str, float]:
     """container name -> CPU seconds its cgroup used, for every running container."""
     listing = subprocess.run(
@@ -56,15 +70,9 @@ def container_usage() -> dict[str, float]:
     usage: dict[str, float] = {}
     for line in filter(None, listing):
         cid, name = line.split(" ", 1)
-        for root in CGROUP_ROOTS:
-            for candidate in (root / f"libpod-{cid}", root / f"libpod-{cid}.scope"):
-                stat = candidate / "cpu.stat"
-                if stat.exists():
-                    usec = next(int(v.split()[1]) for v in stat.read_text().splitlines() if v.startswith("usage_usec"))
-                    usage[name] = usec / 1e6
-                    break
-            if name in usage:
-                break
+        stat = cgroup_cpu_stat(cid)
+        if stat is not None:
+            usage[name] = cpu_seconds(stat)
     return usage
 
 

@@ -8,6 +8,7 @@ suite. ``python cpu_account.py FILE`` sums them per module and per playbook.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import resource
@@ -18,7 +19,10 @@ from collections import defaultdict
 from pathlib import Path
 
 LOG = os.environ.get("RLINF_TEST_CPU_LOG", "")
-CGROUP_ROOTS = (Path("/sys/fs/cgroup/unified/libpod_parent"), Path("/sys/fs/cgroup/libpod_parent"))
+# lab/cpu_use.py finds a container's cgroup and reads its CPU (not a package: loaded from its path).
+_spec = importlib.util.spec_from_file_location("cpu_use", Path(__file__).parents[2] / "lab" / "cpu_use.py")
+cpu_use = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cpu_use)
 _cgroups: dict[str, Path] = {}
 
 
@@ -30,9 +34,9 @@ def _container_stats(names: list[str]) -> list[Path]:
         ).stdout.split("\n")
         for line in filter(None, listing):
             name, cid = line.split(" ", 1)
-            for root in CGROUP_ROOTS:
-                if (root / f"libpod-{cid}" / "cpu.stat").exists():
-                    _cgroups[name] = root / f"libpod-{cid}" / "cpu.stat"
+            stat = cpu_use.cgroup_cpu_stat(cid)
+            if stat is not None:
+                _cgroups[name] = stat
     return [_cgroups[n] for n in names if n in _cgroups]
 
 
@@ -44,10 +48,9 @@ def snapshot(containers: list[str]) -> tuple[float, float, float]:
     nodes = 0.0
     for stat in _container_stats(containers):
         try:
-            usec = next(int(v.split()[1]) for v in stat.read_text().splitlines() if v.startswith("usage_usec"))
+            nodes += cpu_use.cpu_seconds(stat)
         except (OSError, StopIteration):
             continue
-        nodes += usec / 1e6
     return time.monotonic(), controller, nodes
 
 

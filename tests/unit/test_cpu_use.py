@@ -44,3 +44,13 @@ def test_lab_b_and_the_fleet_are_not_counted_as_lab_a():
     assert cpu_use.group_of("rlinf-lab-worker2") == "lab A"
     assert cpu_use.group_of("rlinf-mol-default-head") == "molecule default"
     assert cpu_use.group_of("rdev-head") == "other containers"
+
+
+def test_a_containers_cgroup_is_found_under_either_name_and_its_cpu_read(tmp_path, monkeypatch):
+    scope = tmp_path / "libpod-abc.scope"
+    scope.mkdir()
+    (scope / "cpu.stat").write_text("usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n")
+    monkeypatch.setattr(cpu_use, "CGROUP_ROOTS", (tmp_path / "absent", tmp_path))
+    stat = cpu_use.cgroup_cpu_stat("abc")
+    assert stat == scope / "cpu.stat" and cpu_use.cpu_seconds(stat) == 2.5
+    assert cpu_use.cgroup_cpu_stat("other") is None
