@@ -11,7 +11,7 @@ import pytest
 from lab_helpers import (
     probe_cluster,
     repaired_by_site,
-    run_playbook,
+    run_site,
     run_status,
     ssh,
     wait_for_alive,
@@ -77,10 +77,9 @@ def test_custom_resources_reach_ray_start_and_the_check(tmp_path, hosts):
         groups["ray_workers"]["hosts"][name].update({"ray_resources": {"robot": 1}, "ray_num_cpus": 1})
 
     inventory = write_inventory(tmp_path, robot_on_worker2)
-    run = run_playbook("site.yml", tmp_path, inventory=inventory)
+    run, report = run_site(tmp_path, inventory)
     assert run.rc == 0, run.stdout[-3000:]
-    status, report = run_status(tmp_path, inventory)
-    assert status.rc == 0, report["problems"]
+    assert report["ok"], report["problems"]
     by_name = {n["name"]: n for n in report["nodes"]}
     assert by_name[name]["custom_resources"] == {"robot": 1}
     assert by_name[name]["resources"]["CPU"] == 1
