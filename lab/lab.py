@@ -287,7 +287,12 @@ def wait_ready(name: str, index: int, pubkey: str) -> None:
     # Log in as the inventory will (through the head for a worker behind it); a non-root user
     # must get root through sudo without a password.
     probe = "true" if SSH_USER == "root" else "sudo -n true"
+    # Until the deadline: a host made again at the address of one just removed (test_scale.py, then
+    # test_remove_node.py) may not be reachable on the first try while the bridge learns it anew.
     login = ssh(SSH_USER, ip, probe, behind)
+    while login.returncode != 0 and time.monotonic() < deadline:
+        time.sleep(1)
+        login = ssh(SSH_USER, ip, probe, behind)
     if login.returncode != 0:
         sys.exit(f"lab: {SSH_USER}@{name} ({ip}) cannot log in and run {probe!r}: {login.stderr.strip()}")
     if SSH_USER != "root" and ssh("root", ip, "true", behind).returncode == 0:
