@@ -323,10 +323,11 @@ LEFTOVERS = (
 )
 
 
-def gcs_alive(head_address: str) -> dict[str, str]:
-    """Node ID -> IP of every node the head's GCS lists as ALIVE (gcs_alive.py: one RPC, no driver)."""
+def gcs_alive(head_address: str, timeout: float = 10) -> dict[str, str]:
+    """Node ID -> IP of every node the head's GCS lists as ALIVE (gcs_alive.py: one RPC with that
+    timeout, no driver)."""
     script = (Path(__file__).parent / "gcs_alive.py").read_text()
-    proc = ssh(head_address, f"{NODE_ENV} /opt/rlinf/venv/bin/python - {head_address}:6379", stdin=script)
+    proc = ssh(head_address, f"{NODE_ENV} /opt/rlinf/venv/bin/python - {head_address}:6379 {timeout}", stdin=script)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -344,6 +345,12 @@ NODE_CHECK = (
 )
 
 
+def token_digest(path: Path) -> str:
+    """A token file's sha256 as the nodes hold the token: the password lookup ends the controller's
+    file with a newline, the nodes' files have none."""
+    return hashlib.sha256(path.read_bytes().rstrip(b"\n")).hexdigest()
+
+
 def cluster_problems(hosts: dict[str, str]) -> list[str]:
     """How the lab differs from the cluster site.yml makes from the lab inventory (empty when
     it does not): every host's unit active with one raylet, that raylet ALIVE in the head's GCS (its
@@ -356,8 +363,7 @@ def cluster_problems(hosts: dict[str, str]) -> list[str]:
     if not CONTROLLER_TOKEN.exists():
         problems.append(f"the controller's token {CONTROLLER_TOKEN} is missing")
     else:
-        # As the nodes hold it: the password lookup ends the controller's file with a newline.
-        token = hashlib.sha256(CONTROLLER_TOKEN.read_bytes().rstrip(b"\n")).hexdigest()
+        token = token_digest(CONTROLLER_TOKEN)
     head = next(iter(hosts.values()))
     node_ids = {}
     with ThreadPoolExecutor(len(hosts)) as pool:

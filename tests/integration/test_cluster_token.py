@@ -6,24 +6,18 @@ digest, never printed."""
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import stat
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import yaml
-from lab_helpers import CONTROLLER_TOKEN, run_playbook, ssh, wait_for_alive, write_inventory
+from lab_helpers import CONTROLLER_TOKEN, run_playbook, ssh, token_digest, wait_for_alive, write_inventory
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 NODE_TOKEN = "/etc/rlinf/ray-auth-token"
 UNIT = "rlinf-ray"
-
-
-def digest_file(path) -> str:
-    """The token's digest as the nodes hold it: the password lookup ends the controller's file with a newline."""
-    return hashlib.sha256(path.read_bytes().rstrip(b"\n")).hexdigest()
 
 
 def on_every_node(hosts, command) -> dict[str, str]:
@@ -74,7 +68,7 @@ def test_a_controller_without_state_takes_the_nodes_token_and_restarts_nothing(t
     assert run.rc == 0, run.stdout[-3000:]
     assert recap_changed(run) == {}, run.stdout[-3000:]
     assert set(run.stats.get("ok", {})) >= set(hosts), run.stats
-    assert digest_file(kept) == next(iter(token.values()))
+    assert token_digest(kept) == next(iter(token.values()))
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600
     assert node_digests(hosts) == token
     assert started(hosts) == since, "the Ray unit restarted"
@@ -89,7 +83,7 @@ def test_a_controller_without_state_takes_the_nodes_token_and_restarts_nothing(t
 def test_ray_auth_rotate_gives_every_node_a_new_token(tmp_path, hosts):
     head = next(iter(hosts.values()))
     before = node_digests(hosts)
-    lab_token = digest_file(CONTROLLER_TOKEN)
+    lab_token = token_digest(CONTROLLER_TOKEN)
     assert set(before.values()) == {lab_token}
     inventory, kept = stateless_inventory(tmp_path)
     try:
@@ -97,7 +91,7 @@ def test_ray_auth_rotate_gives_every_node_a_new_token(tmp_path, hosts):
         assert run.rc == 0, run.stdout[-3000:]
         after = node_digests(hosts)
         assert len(set(after.values())) == 1 and set(after.values()) != {lab_token}, "no new token on every node"
-        assert digest_file(kept) == next(iter(after.values()))
+        assert token_digest(kept) == next(iter(after.values()))
         wait_for_alive(head, len(hosts))
         # Without the flag, the next run keeps the rotated token: nothing changes.
         again = run_playbook("site.yml", tmp_path, inventory=inventory)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from lab_helpers import (
     NODE_ENV,
+    gcs_alive,
     lab_container,
     probe_cluster,
     repaired_by_site,
@@ -31,17 +32,6 @@ pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 VENV_PYTHON = "/opt/rlinf/venv/bin/python"
 # The login snippet site.yml writes on every node (rlinf_env_profile_script's default).
 PROFILE = "/etc/profile.d/rlinf.sh"
-
-
-def gcs_alive_ips(head: str) -> set[str]:
-    """IPs the head's GCS lists as ALIVE now (one RPC, no driver)."""
-    script = (
-        "import sys\nfrom ray._raylet import GcsClient\n"
-        "infos = GcsClient(address=sys.argv[1]).get_all_node_info(timeout=5).values()\n"
-        "print(' '.join(i.node_manager_address for i in infos if i.state == 0))\n"
-    )
-    proc = ssh(head, f"{NODE_ENV} {VENV_PYTHON} - {head}:6379", stdin=script)
-    return set(proc.stdout.split())
 
 
 def session_of(address: str) -> str:
@@ -78,7 +68,7 @@ def test_hung_worker_raylet_is_detected_and_restarted_by_one_site_run(tmp_path, 
         problems = "\n".join(report["problems"])
         assert name in problems and "rank 2" in problems, problems
         deadline = time.monotonic() + 180
-        while address in gcs_alive_ips(head):
+        while address in gcs_alive(head, timeout=5).values():
             assert time.monotonic() < deadline, f"the GCS still lists {name} ALIVE after 180 s"
             time.sleep(5)
         assert ssh(address, "systemctl is-active rlinf-ray").stdout.strip() == "active"
