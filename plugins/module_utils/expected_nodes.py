@@ -1,5 +1,5 @@
 """The expected-node shape the plan hands to the modules that talk to the cluster
-(ray_cluster_check, ray_gcs_nodes, ray_readiness): one argument spec, one doc fragment
+(ray_cluster_check, ray_readiness): one argument spec, one doc fragment
 (rlinf.cluster.expected_nodes). Each module reads the keys it needs."""
 
 from __future__ import annotations

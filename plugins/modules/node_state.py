@@ -27,6 +27,9 @@ description:
   - With O(gpus), the node's NVIDIA GPUs as M(rlinf.cluster.gpu_facts) reads them (Ray's bundled C(pynvml) of the
     venv's Ray, then C(nvidia-smi)), when the venv has Ray; so a run whose venv is unchanged does not read them
     again after Ray's start.
+  - With O(gcs), on a head whose Ray unit is active, the node table of the GCS its record names, read through the
+    venv's own Ray with the RAY_AUTH_* settings of O(env_file) (one RPC, beside the other reads); the plan
+    restarts the workers it lacks.
   - A path is rlinf-ansible's when its manifest O(manifest) lists it or its first line says
     C(Managed by rlinf-ansible).
 version_added: 0.2.0
@@ -89,6 +92,13 @@ options:
     description: Read the node's NVIDIA GPUs through the venv's Ray (see RV(gpus)).
     type: bool
     default: false
+  gcs:
+    description: On the head, read the node table of its running Ray's GCS (see RV(gcs)).
+    type: bool
+    default: false
+  env_file:
+    description: The env file whose RAY_* settings (token authentication) the GCS read uses.
+    type: path
 notes:
   - Needs C(ip) (iproute2) for the network part.
 """
@@ -210,6 +220,15 @@ gpus:
   type: dict
   sample: {count: 0, nvml_count: 0, driver_version: null, cuda_driver_version: null, models: {}, uuids: [],
            source: null, nvml_error: NVML Shared Library Not Found}
+gcs:
+  description:
+    - With O(gcs), when O(unit) is active and the venv and the record are there - C(address) (the record's
+      C(ip:ray_port)) and either C(nodes) (every node the GCS lists, C(NodeID), C(NodeManagerAddress),
+      C(NodeManagerPort), C(Alive), C(RayletSocketName)) or C(error). Empty otherwise.
+  returned: always
+  type: dict
+  sample: {address: 10.0.0.1:6379, nodes: [{NodeID: 3f2a, NodeManagerAddress: 10.0.0.1, NodeManagerPort: 40000,
+           Alive: true, RayletSocketName: /tmp/ray/session_x/sockets/raylet}]}
 host_firewall:
   description:
     - The host firewalls that are not rlinf-ansible's. C(ufw) is C(ufw status verbose) read as C(active),
@@ -234,11 +253,13 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import gpu_facts  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.disk import usage  # noqa: E402
+from ansible_collections.rlinf.cluster.plugins.module_utils.gcs_probe import GcsRead, head_address  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.host_firewall import parse_ufw  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.node_files import (  # noqa: E402
     is_ours,
     read_manifest,
 )
+from ansible_collections.rlinf.cluster.plugins.module_utils.ray_env import read_ray_env  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.venv_probe import VENV_PROBE  # noqa: E402
 
 PYTHON_PROBE = (
@@ -459,6 +480,15 @@ def service_state(module, name):
     return {"active": active, "enabled": out.strip() == "enabled"}
 
 
+def start_gcs_read(params, unit, record):
+    """The GCS read of a head whose Ray runs (started now, collected last), or None."""
+    python = os.path.join(params["venv"] or "", "bin", "python")
+    address = head_address(record)
+    if not params["gcs"] or unit.get("active") != "active" or address is None or not os.path.exists(python):
+        return None
+    return GcsRead(python, address, read_ray_env(params["env_file"]))
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -475,10 +505,15 @@ def main():
             "token_file": {"type": "path"},
             "services": {"type": "list", "elements": "str", "default": []},
             "gpus": {"type": "bool", "default": False},
+            "gcs": {"type": "bool", "default": False},
+            "env_file": {"type": "path"},
         },
         supports_check_mode=True,
     )
     params = module.params
+    record = read_record(params["record"]) if params["record"] else {}
+    unit = service_state(module, params["unit"]) if params["unit"] else {}
+    gcs = start_gcs_read(params, unit, record)
     interfaces, default = network(module)
     manifest = read_manifest(params["manifest"]) if params["manifest"] else []
     recorded = {entry["path"] for entry in manifest}
@@ -493,8 +528,8 @@ def main():
         "venv": venv_info(module, params["venv"], params["requirements"]),
         "paths": {key: path_info(str(path), recorded) for key, path in params["paths"].items() if path},
         "manifest": [{"path": e["path"], "kind": e["kind"]} for e in manifest],
-        "record": read_record(params["record"]) if params["record"] else {},
-        "unit": {},
+        "record": record,
+        "unit": unit,
         "os_units": [],
         "port_busy": False,
         "sandbox": {},
@@ -503,7 +538,6 @@ def main():
         "host_firewall": host_firewalls(module),
     }
     if params["unit"]:
-        result["unit"] = service_state(module, params["unit"])
         result["os_units"] = [
             os.path.join(d, params["unit"] + ".service")
             for d in UNIT_DIRS
@@ -520,6 +554,7 @@ def main():
         result["gpus"] = gpus
     if params["port"] and result["unit"].get("active") != "active":
         result["port_busy"] = listening(params["port"])
+    result["gcs"] = gcs.result() if gcs is not None else {}
     module.exit_json(**result)
 
 

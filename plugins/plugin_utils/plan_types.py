@@ -147,6 +147,8 @@ class NodePlan(TypedDict):
     ip_source: NotRequired[str]
     comm_device: NotRequired[str]  # RLINF_COMM_NET_DEVICES
     deployed: NotRequired[bool]  # the node holds our record
+    missing_from_gcs: NotRequired[bool]  # the head's running GCS has no ALIVE node for this worker
+    gcs_error: NotRequired[str]  # the head: why its running GCS could not be read ("" when it was, or not asked)
     own_trees: NotRequired[list[OwnedTree]]
     adopt: NotRequired[list[OwnedTree]]
     own_wheelhouse: NotRequired[list[OwnedTree]]

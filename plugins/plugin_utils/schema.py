@@ -597,7 +597,6 @@ RUNTIME_VARS = frozenset(
         "ray_node_dirs_created",
         "ray_node_files",
         "ray_node_files_check",
-        "ray_node_gcs",
         "ray_node_head",
         "ray_node_manual_stop",
         "ray_node_not_owned",

@@ -349,6 +349,60 @@ def test_the_plan_is_not_changed_by_resolving_it():
     assert static == before
 
 
+def gcs_node(ip, node_id, alive=True, temp_dir="/tmp/ray"):
+    return {
+        "NodeID": node_id,
+        "NodeManagerAddress": ip,
+        "NodeManagerPort": 40000,
+        "Alive": alive,
+        "RayletSocketName": f"{temp_dir}/session_x/sockets/raylet",
+    }
+
+
+def with_gcs(gcs, found=None):
+    found = found or probes()
+    found["h"] = dict(found["h"], gcs=gcs)
+    return found
+
+
+def test_workers_the_running_heads_gcs_has_no_alive_node_for_are_marked_missing():
+    # A head restarted behind our back: its new GCS knows w1 only as DEAD and not w2 at all.
+    gcs = {"address": "10.0.0.1:6379", "nodes": [gcs_node("10.0.0.1", "aa"), gcs_node("10.0.0.2", "bb", False)]}
+    plan = resolved(found=with_gcs(gcs))
+    assert [plan["nodes"][n].get("missing_from_gcs", False) for n in plan["order"]] == [False, True, True]
+    assert plan["nodes"]["h"]["gcs_error"] == ""
+    every = [gcs_node(f"10.0.0.{i}", f"{i:02x}") for i in (1, 2, 3)]
+    plan = resolved(found=with_gcs({"address": "10.0.0.1:6379", "nodes": every}))
+    assert not any(plan["nodes"][n].get("missing_from_gcs") for n in plan["order"])
+    # No read (the head's Ray was not running, or status): nothing marked, nothing to stop for.
+    for plan in (resolved(), resolved(found=with_gcs({"address": "10.0.0.1:6379", "nodes": []}), purpose="status")):
+        assert not any(
+            plan["nodes"][n].get("missing_from_gcs") or plan["nodes"][n].get("gcs_error") for n in plan["order"]
+        )
+
+
+def test_a_heads_gcs_that_could_not_be_read_is_named_on_the_head_with_the_fix():
+    plan = resolved(found=with_gcs({"address": "10.0.0.1:6379", "error": "RuntimeError: Authentication failed"}))
+    error = plan["nodes"]["h"]["gcs_error"]
+    assert error.startswith("cannot read the node table of the Ray GCS at 10.0.0.1:6379 (RuntimeError: Authentication")
+    assert "journalctl -u rlinf-ray" in error and "RAY_AUTH_*" in error
+    assert not any(plan["nodes"][n].get("missing_from_gcs") for n in plan["order"])
+
+
+def test_two_ray_nodes_on_one_machine_are_told_apart_in_the_gcs_by_their_temp_dir():
+    groups = {"ray_head": ["h"], "ray_workers": ["w1", "b"]}
+    hv = hostvars()
+    hv["b"] = second_ray_node("10.0.0.2")
+    hv["w1"]["rlinf_gpus_per_node"] = 0
+    gcs = {
+        "address": "10.0.0.1:6379",
+        "nodes": [gcs_node("10.0.0.1", "aa"), gcs_node("10.0.0.2", "bb", temp_dir="/tmp/ray-b")],
+    }
+    found = with_gcs(gcs, {"h": probe("10.0.0.1"), "w1": probe("10.0.0.2"), "b": probe("10.0.0.2")})
+    plan = P.resolve(P.static_plan(groups, hv), found)
+    assert [plan["nodes"][n].get("missing_from_gcs", False) for n in ("h", "w1", "b")] == [False, True, False]
+
+
 def test_ray_nodes_sharing_a_machine_share_its_venv_and_firewall_installed_once():
     groups = {"ray_head": ["h"], "ray_workers": ["w1", "b"]}
     hv = hostvars()

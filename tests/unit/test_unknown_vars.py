@@ -95,7 +95,7 @@ def test_variables_without_our_prefixes_and_ansibles_own_are_ignored():
 def test_the_names_our_roles_set_at_run_time_are_accepted():
     # What a later play's plan sees after site.yml's set_fact and register ran.
     names = ["rlinf_plan", "rlinf_node", "preflight_resolved", "validate_inventory_result", "rlinf_probe"]
-    every = dict.fromkeys([*names, "ray_node_gcs", "rlinf_venv_changed"], 1)
+    every = dict.fromkeys([*names, "ray_node_started", "rlinf_venv_changed"], 1)
     assert P.static_plan(GROUPS, hostvars(every=every))["order"]
 
 

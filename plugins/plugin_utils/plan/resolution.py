@@ -17,6 +17,11 @@ from collections.abc import Mapping
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import auth_token, disk, host_firewall
 from ansible_collections.rlinf.cluster.plugins.module_utils.problems import PlanError, Problem
+from ansible_collections.rlinf.cluster.plugins.module_utils.ray_cluster_state import (
+    ExpectedNodesError,
+    match_nodes,
+    normalize_expected,
+)
 from ansible_collections.rlinf.cluster.plugins.plugin_utils import metrics, schema
 from ansible_collections.rlinf.cluster.plugins.plugin_utils.plan.common import (
     FILE_PATHS,
@@ -495,10 +500,36 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
         for name in resolved:
             out["nodes"][name].update(metrics.node_resolved(out["nodes"][name], out, probes[name]))
     out["expected_nodes"] = expected_nodes(out)
+    if purpose in RENDER_PURPOSES and head in resolved:
+        _gcs_membership(out, resolved, probes[head].get("gcs") or {})
     out["gpu_nodes"] = gpu_nodes(out)
     out["disk_warnings"] = disk_warnings
     out["purpose"] = purpose
     return out
+
+
+def _gcs_membership(out: dict, resolved: Mapping, gcs: Mapping) -> None:
+    """What the head's GCS said at the node read: each worker it has no ALIVE node for gets
+    ``missing_from_gcs`` (roles/ray_node restarts it: a head restarted behind our back holds none of
+    them); a GCS that could not be read gives the head ``gcs_error`` (the run stops there unless the
+    head restarts anyway). No read (the head's Ray was not running): nothing is missing."""
+    head = out["order"][0]
+    missing: set[str] = set()
+    error = ""
+    if gcs.get("error"):
+        error = (
+            f"cannot read the node table of the Ray GCS at {gcs.get('address')} ({gcs['error']}); Ray must run on "
+            "the head (see `journalctl -u rlinf-ray` there) with the cluster's RAY_AUTH_* settings."
+        )
+    elif "nodes" in gcs:
+        try:
+            workers = normalize_expected([e for e in out["expected_nodes"] if e["name"] != head])
+        except ExpectedNodesError:
+            workers = []  # the check after the start reports what is wrong with them
+        missing = {e["name"] for e in match_nodes(workers, gcs["nodes"])["missing"]}
+    for name in resolved:
+        out["nodes"][name]["missing_from_gcs"] = name in missing
+    out["nodes"][head]["gcs_error"] = error
 
 
 def _recorded_head_port(probe: Mapping) -> int | None:
