@@ -8,9 +8,10 @@ puts an item in a Channel, saves checkpoints into the checkout's logs dir and a 
 writes a cache. Flavours, in the file's order, on one install (Ray's ports pinned by the firewall, eth0
 named as the collectives' NIC): the firewall on, then on that same install the readiness checks (gloo
 and RLinf's attach healthy; RLinf waiting for a node that never comes; a worker cut off from its peers),
-the default unit, ray_node_user. Then what must fail, and how: a read-only checkpoint dir (workload and
-readiness name the node and the operation) and a head whose Ray has no CPU (readiness names it). At the
-end torch and rlinf leave the venvs and site.yml with the lab's inventory restores the lab.
+the default unit. Then what must fail, and how: a read-only checkpoint dir (workload and readiness name the
+node and the operation), a head and then a worker whose Ray has no CPU (status and readiness name them).
+Last ray_node_user. At the end torch and rlinf leave the venvs and site.yml with the lab's inventory
+restores the lab.
 """
 
 from __future__ import annotations
@@ -308,31 +309,14 @@ def test_a_read_only_checkpoint_dir_fails_naming_node_and_operation(rlinf_lab, h
 
 
 def test_nodes_without_cpus_are_named_by_readiness_and_by_status(rlinf_lab, hosts, tmp_path):
-    """Every RLinf actor asks 1 CPU: a worker started with none (accepted without an RLinf config)
-    fails readiness; a head with none (refused by the plan, started so by hand) fails status itself."""
+    """Every RLinf actor asks 1 CPU: a head with none (refused by the plan, started so by hand) fails status
+    itself; a worker started with none (accepted without an RLinf config) fails readiness. One site.yml run
+    goes from the first to the second: it puts the head's unit back as the plan renders it."""
     inventory = rlinf_lab
     names = list(hosts)
     worker = names[-1]
 
-    def worker_without_cpus(groups):
-        groups["ray_workers"]["hosts"][worker]["ray_num_cpus"] = 0
-
-    starved = inventory(host_mutate=worker_without_cpus)
-    run = run_playbook("site.yml", tmp_path, inventory=starved)
-    assert run.rc == 0, run.stdout[-3000:]
-    status, report = run_status(tmp_path, inventory=starved, rlinf_readiness=True)
-    assert status.rc != 0, status.stdout[-3000:]
-    rlinf = report["readiness"]["rlinf"]
-    assert rlinf["state"] == "no_cpu" and rlinf["workers"]["state"] == "no_cpu", rlinf
-    (problem,) = rlinf["problems"]
-    rank = names.index(worker)
-    assert problem.startswith(f"RLinf: host '{worker}' (rank {rank}) offers Ray 0 CPUs, and every RLinf actor asks"), (
-        problem
-    )
-
     # The head by hand: its unit's ExecStart gets --num-cpus=0, then Ray restarts head first.
-    run = run_playbook("site.yml", tmp_path, inventory=inventory())
-    assert run.rc == 0, run.stdout[-3000:]
     head = hosts[names[0]]
     unit = "/etc/systemd/system/rlinf-ray.service"
     ssh(head, f"sed -i 's| --head | --head --num-cpus=0 |' {unit} && grep -q -- '--num-cpus=0' {unit}")
@@ -351,9 +335,25 @@ def test_nodes_without_cpus_are_named_by_readiness_and_by_status(rlinf_lab, host
     assert status.rc != 0, status.stdout[-3000:]
     found = [p for p in report["problems"] if "RLinf would wait forever" in p]
     assert len(found) == 1 and f"host '{names[0]}'" in found[0] and "CPU=0" in found[0], report["problems"]
-    # site.yml puts the head's unit back as the plan renders it.
-    run = run_playbook("site.yml", tmp_path, inventory=inventory())
+
+    def worker_without_cpus(groups):
+        groups["ray_workers"]["hosts"][worker]["ray_num_cpus"] = 0
+
+    starved = inventory(host_mutate=worker_without_cpus)
+    run = run_playbook("site.yml", tmp_path, inventory=starved)
     assert run.rc == 0, run.stdout[-3000:]
+    # site.yml put the head's unit back as the plan renders it.
+    assert "--num-cpus=0" not in ssh(head, f"cat {unit}").stdout
+    status, report = run_status(tmp_path, inventory=starved, rlinf_readiness=True)
+    assert status.rc != 0, status.stdout[-3000:]
+    rlinf = report["readiness"]["rlinf"]
+    assert rlinf["state"] == "no_cpu" and rlinf["workers"]["state"] == "no_cpu", rlinf
+    (problem,) = rlinf["problems"]
+    rank = names.index(worker)
+    assert problem.startswith(f"RLinf: host '{worker}' (rank {rank}) offers Ray 0 CPUs, and every RLinf actor asks"), (
+        problem
+    )
+    # The next site.yml (the next test's, or the module's restore) gives the worker its CPUs back.
 
 
 # Alive nodes, and the head's CPUs: "<alive>:<cpus of the node at the address>".
@@ -382,5 +382,5 @@ def test_rlinf_trains_as_ray_node_user(rlinf_lab, hosts, tmp_path):
     assert status.rc == 0 and report["readiness"]["ok"], report["readiness"]["problems"]
     workers = report["readiness"]["rlinf"]["workers"]
     assert workers["state"] == "ran" and [len(n["writes"]) for n in workers["nodes"]] == [2] * len(hosts)
-    back = run_playbook("site.yml", tmp_path, inventory=inventory())
-    assert back.rc == 0, back.stdout[-3000:]
+    # Last in the file: the module's restore (rlinf_lab) switches Ray back to root; test_ray_node_user.py
+    # asserts that switch on its own.
