@@ -130,7 +130,12 @@ class ActionModule(ControllerAction):
                 "code": code,
             }
         planned = restarts.restarts(plan._plain(args["plan"]), states, args["every"])
-        result = {"changed": False, "restarts": planned, "restart_needed": bool(planned)}
+        result = {
+            "changed": False,
+            "restarts": planned,
+            "restart_needed": bool(planned),
+            "stop_first": restarts.stop_first(plan._plain(args["plan"]), planned),
+        }
         if args["drivers"] is not None:
             result.update(restarts.restart_verdict(planned, plan._plain(args["drivers"]), args["allow"]))
         return result

@@ -74,6 +74,15 @@ def restarts(plan: Mapping, states: Mapping[str, Mapping], every: str = "") -> d
     return {name: found[name] for name in order if name in found}
 
 
+def stop_first(plan: Mapping, planned: Mapping[str, Sequence[str]]) -> list[str]:
+    """The running workers to stop before the head restarts, in rank order (empty when it does not).
+
+    A worker's raylet whose GCS went away spins a core, and the new GCS's, until it gives up half a
+    minute later; the run restarts it after the head anyway. Stopped first, it only starts then."""
+    head = plan["order"][0]
+    return [name for name in plan["order"][1:] if name in planned] if head in planned else []
+
+
 def _driver_text(driver: Mapping) -> str:
     if driver.get("kind") == "unreadable":
         return (

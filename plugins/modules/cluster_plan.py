@@ -116,6 +116,14 @@ restart_needed:
   description: With O(stage=restarts), whether any node would restart or stop.
   returned: success
   type: bool
+stop_first:
+  description: >-
+    With O(stage=restarts), the running workers to stop before the head restarts (a worker whose head's
+    GCS went away spins until it gives up), in rank order; empty when the head does not restart.
+  returned: success
+  type: list
+  elements: str
+  sample: [worker1, worker2]
 refused:
   description: With O(stage=restarts) and O(drivers), whether a driver forbids the restarts.
   returned: success

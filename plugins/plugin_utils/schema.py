@@ -609,6 +609,7 @@ RUNTIME_VARS = frozenset(
         "ray_node_start_needed",
         "ray_node_started",
         "ray_node_stop",
+        "ray_node_stopped_first",
         "ray_node_stray",
         "ray_node_token_mode",
         "ray_node_user_existed",

@@ -35,7 +35,7 @@ def stage_restarts(per_host, drivers=None):
 
 def test_a_run_that_restarts_nothing_needs_no_driver_read():
     result = stage_restarts({"w1": {"ray_node_files_check": {"restart": False, "changed_paths": ["/x"]}}})
-    assert result == {"changed": False, "restarts": {}, "restart_needed": False}
+    assert result == {"changed": False, "restarts": {}, "restart_needed": False, "stop_first": []}
 
 
 def test_a_file_that_restarts_ray_needs_the_driver_read():
@@ -59,6 +59,17 @@ def test_a_venv_or_a_code_wheel_needs_the_driver_read_and_a_restarted_head_takes
             "the head restarts (workers rejoin a new head only when restarted)",
         ],
     }
+    # Stopped before the head goes, the workers do not spin against a GCS that is gone.
+    assert result["stop_first"] == ["w1", "w2"]
+
+
+def test_only_a_restarting_head_stops_the_workers_first():
+    files = {"ray_node_files_check": {"restart": True, "changed_paths": ["/etc/rlinf/rlinf.env"]}}
+    assert stage_restarts({"w1": files})["stop_first"] == []
+    stopped_worker = {"rlinf_probe": {"unit": {"active": "inactive"}, "venv": {"satisfied": True}}}
+    result = stage_restarts({"h": files, "w2": stopped_worker})
+    assert list(result["restarts"]) == ["h", "w1"]
+    assert result["stop_first"] == ["w1"]
 
 
 def test_a_stopped_node_only_starts_and_needs_no_driver_read():
@@ -77,6 +88,7 @@ def test_the_judgement_with_drivers_refuses_and_names_them():
         "changed": False,
         "restarts": None,
         "restart_needed": False,
+        "stop_first": [],
         "refused": False,
         "msg": "no Ray node restarts in this run",
     }
