@@ -1,7 +1,8 @@
 """The opt-in nftables firewall on the lab: Ray's ports only from the cluster's nodes, the
-Ray client port closed unless listed, idempotent, removed by switching it off and by a
-purge. The controller is the podman bridge's gateway, not a cluster address, so it stands
-for an outsider. Leaves the lab healthy, with the firewall off (the default).
+Ray client port closed unless listed, idempotent, removed by switching it off (and by a purge:
+test_lifecycle.py's purge runs with it on, beside an operator's own table). The controller is
+the podman bridge's gateway, not a cluster address, so it stands for an outsider. Leaves the
+lab healthy, with the firewall off (the default).
 """
 
 from __future__ import annotations
@@ -10,25 +11,13 @@ import socket
 import time
 
 import pytest
+from firewall_helpers import TABLE, assert_firewall_gone, with_firewall
 from lab_helpers import run_playbook, ssh, wait_for_alive, write_inventory
 
 # Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
 GCS, CLIENT, SSH = 6379, 10001, 22
-TABLE = "nft list table inet rlinf"
-RULES_FILE = "/etc/rlinf/firewall.nft"
-UNIT_FILE = "/etc/systemd/system/rlinf-firewall.service"
-
-
-def with_firewall(client_sources):
-    def mutate(groups):
-        for group in ("ray_head", "ray_workers"):
-            groups[group].setdefault("vars", {}).update(
-                rlinf_firewall_enabled=True, rlinf_firewall_client_sources=client_sources
-            )
-
-    return mutate
 
 
 def controller_connects(address: str, port: int) -> bool:
@@ -51,13 +40,6 @@ def controller_connects_soon(address: str, port: int, attempts: int = 30) -> boo
             return True
         time.sleep(1)
     return False
-
-
-def assert_firewall_gone(hosts):
-    for name, address in hosts.items():
-        left = ssh(address, f"{TABLE}; ls {RULES_FILE} {UNIT_FILE}", check=False)
-        assert "table inet rlinf" not in left.stdout, f"{name}: the table is still loaded"
-        assert RULES_FILE not in left.stdout and UNIT_FILE not in left.stdout, f"{name}: {left.stdout}"
 
 
 def restore_default_lab(tmp_path, hosts):
@@ -123,36 +105,3 @@ def test_a_limit_that_leaves_nodes_out_is_refused(tmp_path, hosts):
     assert "the firewall needs every Ray node's address" in run.stdout, run.stdout[-3000:]
     assert run.changed() == {}, run.changed()
     assert ssh(head, TABLE, check=False).returncode != 0, "the head got rules without the workers' addresses"
-
-
-# An operator's own nft table (issue 25): ours is one table beside it, never a flushed ruleset.
-THEIR_TABLE = "inet operator_own"
-THEIR_RULES = (
-    f"add table {THEIR_TABLE}\n"
-    f"add chain {THEIR_TABLE} input {{ type filter hook input priority 10; policy accept; }}\n"
-    f'add rule {THEIR_TABLE} input tcp dport 9 counter drop comment "the operator\'s"\n'
-)
-
-
-def test_purge_removes_the_firewall_and_keeps_the_operators_own_table(tmp_path, hosts):
-    head = next(iter(hosts.values()))
-    inventory = write_inventory(tmp_path, with_firewall([]))
-    try:
-        run = run_playbook("site.yml", tmp_path, inventory=inventory)
-        assert run.rc == 0, run.stdout[-3000:]
-        assert ssh(head, TABLE, check=False).returncode == 0
-        # nft is there now (the role installed it): the operator adds a table of their own.
-        ssh(head, "nft -f -", stdin=THEIR_RULES)
-        theirs = ssh(head, f"nft list table {THEIR_TABLE}").stdout
-        purge = run_playbook(
-            "teardown.yml", tmp_path, inventory=inventory, extravars={"teardown_purge": True, "teardown_confirm": "yes"}
-        )
-        assert purge.rc == 0, purge.stdout[-3000:]
-        assert_firewall_gone(hosts)
-        assert ssh(head, f"nft list table {THEIR_TABLE}").stdout == theirs, "purge changed the operator's table"
-    finally:
-        restore_default_lab(tmp_path, hosts)
-        kept = ssh(head, f"nft list table {THEIR_TABLE}", check=False).stdout
-        ssh(head, f"nft delete table {THEIR_TABLE}", check=False)
-    assert_firewall_gone(hosts)
-    assert kept == theirs, "site.yml (firewall off again) changed the operator's table"

@@ -13,7 +13,16 @@ import re
 import zipfile
 
 import pytest
-from lab_helpers import fake_checkout, probe_cluster, ray_processes, run_playbook, ssh, wait_for_alive
+from firewall_helpers import TABLE, THEIR_RULES, THEIR_TABLE, assert_firewall_gone, with_firewall
+from lab_helpers import (
+    fake_checkout,
+    probe_cluster,
+    ray_processes,
+    run_playbook,
+    ssh,
+    wait_for_alive,
+    write_inventory,
+)
 
 pytestmark = pytest.mark.lab
 
@@ -108,6 +117,26 @@ def user_wheel() -> str:
 
 
 def test_purge_removes_what_we_installed_and_keeps_user_data(tmp_path, cluster, hosts, head, synced_checkout):
+    """With the firewall on, and an operator's own nft table beside ours: purge removes ours, keeps theirs."""
+    inventory = write_inventory(tmp_path, with_firewall([]))
+    run = run_playbook("site.yml", tmp_path, inventory=inventory)
+    assert run.rc == 0, run.stdout[-3000:]
+    assert ssh(head, TABLE, check=False).returncode == 0
+    # nft is there now (the role installed it): the operator adds a table of their own.
+    ssh(head, "nft -f -", stdin=THEIR_RULES)
+    try:
+        theirs = ssh(head, f"nft list table {THEIR_TABLE}").stdout
+        after_purge = purge_and_deploy_again(tmp_path, inventory, hosts, head, synced_checkout)
+        assert after_purge == theirs, "purge changed the operator's table"
+        kept = ssh(head, f"nft list table {THEIR_TABLE}", check=False).stdout
+    finally:
+        ssh(head, f"nft delete table {THEIR_TABLE}", check=False)
+    assert kept == theirs, "purge, or site.yml with the firewall off again, changed the operator's table"
+    assert_firewall_gone(hosts)
+
+
+def purge_and_deploy_again(tmp_path, inventory, hosts, head, synced_checkout) -> str:
+    """The purge (refused, then confirmed) and site.yml on top of it; the operator's table as purge left it."""
     worker = list(hosts.values())[1]
     ssh(worker, "mkdir -p /opt/rlinf/checkpoints && echo step-100 > /opt/rlinf/checkpoints/ckpt.txt")
     # A package the user pip-installed into our venv: not user data (issue 25), the venv goes whole.
@@ -124,7 +153,7 @@ def test_purge_removes_what_we_installed_and_keeps_user_data(tmp_path, cluster, 
     ssh(own, f"mkdir -p {synced_checkout}/logs && echo mine > {synced_checkout}/logs/own.log")
     src = fake_checkout(tmp_path / "RLinf", "purge")
     extra = {"rlinf_code_sync": "rsync", "rlinf_src": str(src), "rlinf_code_dest": synced_checkout}
-    sync = run_playbook("tests/integration/data/code_sync.yml", tmp_path, extravars=extra)
+    sync = run_playbook("tests/integration/data/code_sync.yml", tmp_path, inventory=inventory, extravars=extra)
     assert sync.rc == 0, sync.stdout[-3000:]
     created = [address for address in hosts.values() if address != own]
     for address in created:
@@ -132,14 +161,22 @@ def test_purge_removes_what_we_installed_and_keeps_user_data(tmp_path, cluster, 
         ssh(address, f"mkdir -p {synced_checkout}/logs && echo step-100 > {synced_checkout}/logs/train.log")
     # ansible-runner answers the typed confirmation (a pty, as for a person) with "no".
     refused = run_playbook(
-        "teardown.yml", tmp_path, extravars={"teardown_purge": True}, passwords={r"Type 'yes' to go on": "no"}
+        "teardown.yml",
+        tmp_path,
+        inventory=inventory,
+        extravars={"teardown_purge": True},
+        passwords={r"Type 'yes' to go on": "no"},
     )
     assert refused.rc != 0, "purge went on without a typed 'yes'"
     assert "Purge not confirmed" in refused.stdout
     assert ssh(worker, "test -x /opt/rlinf/venv/bin/ray", check=False).returncode == 0
 
-    run = run_playbook("teardown.yml", tmp_path, extravars={"teardown_purge": True, "teardown_confirm": "yes"})
+    run = run_playbook(
+        "teardown.yml", tmp_path, inventory=inventory, extravars={"teardown_purge": True, "teardown_confirm": "yes"}
+    )
     assert run.rc == 0, run.stdout[-3000:]
+    assert_firewall_gone(hosts)
+    after_purge = ssh(head, f"nft list table {THEIR_TABLE}", check=False).stdout
     for name, address in hosts.items():
         assert ray_processes(address) == [], f"Ray still runs on {name}"
         gone = ssh(address, f"ls {INSTALLED}", check=False)
@@ -160,3 +197,4 @@ def test_purge_removes_what_we_installed_and_keeps_user_data(tmp_path, cluster, 
     run = run_playbook("site.yml", tmp_path)
     assert run.rc == 0, run.stdout[-3000:]
     assert_ranks_follow_inventory(wait_for_alive(head, len(hosts)), hosts)
+    return after_purge
