@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 # What roles/ray_node passes the rule for its node, each a bool (role is "head" or "worker").
-RESTART_FACTS = ("was_active", "files_restart", "venv_satisfied", "code_changed", "head_started", "missing_from_gcs")
+RESTART_FACTS = (
+    "was_active",
+    "files_restart",
+    "venv_satisfied",
+    "code_changed",
+    "head_started",
+    "missing_from_gcs",
+    "stopped_first",
+)
 
 
 def ray_node_restart(facts: Mapping) -> bool:
@@ -17,7 +25,8 @@ def ray_node_restart(facts: Mapping) -> bool:
 
     Ray reads its environment, venv and code only at ``ray start``; a worker must rejoin a head that
     was (re)started in this run (it does not promptly on its own), and one the head's GCS does not list
-    has left the cluster. A stopped Ray starts."""
+    has left the cluster. A stopped Ray starts, and so does a worker this run stopped before its head
+    restarted (``stopped_first``)."""
     unknown = sorted(set(facts) - {"role", *RESTART_FACTS})
     missing = sorted({"role", *RESTART_FACTS} - set(facts))
     if unknown or missing or facts["role"] not in ("head", "worker"):
@@ -29,6 +38,7 @@ def ray_node_restart(facts: Mapping) -> bool:
         or facts["code_changed"]
         or (facts["role"] == "worker" and facts["head_started"])
         or facts["missing_from_gcs"]
+        or facts["stopped_first"]
     )
 
 

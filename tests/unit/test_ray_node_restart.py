@@ -17,6 +17,7 @@ QUIET = {
     "code_changed": False,
     "head_started": False,
     "missing_from_gcs": False,
+    "stopped_first": False,
 }
 
 
@@ -37,6 +38,7 @@ def test_a_running_node_nothing_changed_on_keeps_its_ray(role):
         {"venv_satisfied": False},  # a new pin or package was installed
         {"code_changed": True},  # a new code-sync wheel
         {"missing_from_gcs": True},  # the head's GCS lost it
+        {"stopped_first": True},  # stopped before its head restarted
     ],
     ids=lambda c: next(iter(c)),
 )
