@@ -129,12 +129,13 @@ class ActionModule(ControllerAction):
                 "venv": [] if venv.get("satisfied", True) else list(venv.get("unsatisfied") or ["not satisfied"]),
                 "code": code,
             }
-        planned = restarts.restarts(plan._plain(args["plan"]), states, args["every"])
+        plain = plan._plain(args["plan"])
+        planned = restarts.restarts(plain, states, args["every"])
         result = {
             "changed": False,
             "restarts": planned,
             "restart_needed": bool(planned),
-            "stop_first": restarts.stop_first(plan._plain(args["plan"]), planned),
+            "stop_first": restarts.stop_first(plain, planned),
         }
         if args["drivers"] is not None:
             result.update(restarts.restart_verdict(planned, plan._plain(args["drivers"]), args["allow"]))
