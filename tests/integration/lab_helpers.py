@@ -98,13 +98,32 @@ TORCH_VARS = {
     # pip byte-compiling torch is ~70% of its install (119 s with it, 33 s without, here).
     "python_env_pip_extra_args": ["--no-compile"],
 }
-# What leaves the venvs again (the dependencies pip added for torch stay: harmless).
+# What a module that found torch in the venvs (another's failed clean-up) takes out again.
 TORCH_REMOVED = "rlinf torch numpy omegaconf"
 
 
 def remove_torch(hosts: dict[str, str]) -> None:
     for address in hosts.values():
         ssh(address, f"/opt/rlinf/venv/bin/pip uninstall -q -y {TORCH_REMOVED} 2>&1 || true")
+
+
+# The venv as site.yml made it, kept (hard links: pip replaces files, it does not write into them)
+# on the same filesystem, outside what node_state lists. Uninstalling torch is not enough: the
+# dependencies pip added or upgraded for it (sympy, networkx, setuptools, ...) would stay, installed
+# with --no-compile, and the next Python run as root would write their __pycache__ into the venv.
+VENV = "/opt/rlinf/venv"
+VENV_KEPT = "/opt/rlinf-venv-kept"
+
+
+def keep_venv(hosts: dict[str, str]) -> None:
+    for address in hosts.values():
+        ssh(address, f"rm -rf {VENV_KEPT} && cp -al {VENV} {VENV_KEPT}")
+
+
+def restore_venv(hosts: dict[str, str]) -> None:
+    """Every venv back to what keep_venv kept: the same files, sizes and times."""
+    for address in hosts.values():
+        ssh(address, f"test -d {VENV_KEPT} && rsync -a --delete {VENV_KEPT}/ {VENV}/ && rm -rf {VENV_KEPT}")
 
 
 def write_inventory(tmp_path: Path, mutate) -> Path:
@@ -295,11 +314,12 @@ def wait_for_alive(
 
 # What site.yml makes on a node, as node_state reads it: the content of every file under
 # /etc/rlinf and of the unit, and the listing (path, size, mtime) of /opt/rlinf (the venv: its
-# content is too large to hash on every call), then the venv's Ray.
+# content is too large to hash on every call), then the venv's Ray (-B: this read writes no
+# bytecode into the venv).
 NODE_FILES = (
     "find /etc/rlinf /etc/systemd/system/rlinf-ray.service -type f | sort | xargs sha256sum;"
     " find /opt/rlinf -printf '%p %s %T@\\n' | sort | sha256sum;"
-    " /opt/rlinf/venv/bin/python -c 'import ray; print(ray.__version__)'"
+    " /opt/rlinf/venv/bin/python -B -c 'import ray; print(ray.__version__)'"
 )
 
 

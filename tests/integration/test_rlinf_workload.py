@@ -10,8 +10,8 @@ named as the collectives' NIC): the firewall on, then on that same install the r
 and RLinf's attach healthy; RLinf waiting for a node that never comes; a worker cut off from its peers),
 the default unit. Then what must fail, and how: a read-only checkpoint dir (workload and readiness name the
 node and the operation), a head and then a worker whose Ray has no CPU (status and readiness name them).
-Last ray_node_user. At the end torch and rlinf leave the venvs and site.yml with the lab's inventory
-restores the lab.
+Last ray_node_user. At the end the venvs are put back as they were before torch (restore_venv) and
+site.yml with the lab's inventory restores the lab.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from lab_helpers import (
     NODE_ENV,
     TORCH_VARS,
     fake_checkout,
-    remove_torch,
+    keep_venv,
+    restore_venv,
     run_playbook,
     run_status,
     ssh,
@@ -137,16 +138,17 @@ def rlinf_lab(tmp_path_factory, hosts):
 
         return write_inventory(tmp, mutate)
 
-    started = time.monotonic()
-    run = run_playbook("site.yml", tmp, inventory=inventory(rlinf_firewall_enabled=True))
-    print(f"workload: site.yml with torch, rlinf and the firewall took {time.monotonic() - started:.0f} s")
-    assert run.rc == 0, run.stdout[-4000:]
-    for address in hosts.values():
-        ssh(address, WEIGHTS_SCRIPT)
+    keep_venv(hosts)
     try:
+        started = time.monotonic()
+        run = run_playbook("site.yml", tmp, inventory=inventory(rlinf_firewall_enabled=True))
+        print(f"workload: site.yml with torch, rlinf and the firewall took {time.monotonic() - started:.0f} s")
+        assert run.rc == 0, run.stdout[-4000:]
+        for address in hosts.values():
+            ssh(address, WEIGHTS_SCRIPT)
         yield inventory
     finally:
-        remove_torch(hosts)
+        restore_venv(hosts)
         leftovers = f"{CHECKOUT} {DATA_DIR} {USER_DATA_DIR} /root/models /root/.cache/rlinf-workload"
         for address in hosts.values():
             ssh(address, f"rm -rf {leftovers}; userdel -r alice 2>/dev/null; true")
