@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import ansible_runner
@@ -323,14 +324,43 @@ NODE_FILES = (
 )
 
 
-def node_state(hosts):
-    """Per host: what site.yml made there (NODE_FILES), and the node ID Ray runs, by IP."""
+@dataclass(frozen=True)
+class NodeState:
+    """The node ID Ray runs, by IP, and per host what site.yml made there (NODE_FILES)."""
+
+    ids: dict
+    files: dict
+    read_at: float = field(compare=False, repr=False)
+
+
+def node_state(hosts) -> NodeState:
+    read_at = time.time()
     head = next(iter(hosts.values()))
     ids = {ip: n["node_id"] for ip, n in wait_for_alive(head, len(hosts)).items()}
     with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
         read = pool.map(lambda address: ssh(address, NODE_FILES).stdout, hosts.values())
         files = dict(zip(hosts, read, strict=True))
-    return ids, files
+    return NodeState(ids, files, read_at)
+
+
+def assert_node_state_unchanged(hosts, before: NodeState) -> None:
+    """node_state is as it was; if not, the failure names what changed since (paths by mtime or ctime)."""
+    after = node_state(hosts)
+    if after == before:
+        return
+    since = f"@{before.read_at - 1:.0f}"
+    touched = {
+        name: ssh(
+            hosts[name],
+            f"find /etc/rlinf /etc/systemd/system/rlinf-ray.service /opt/rlinf"
+            f" \\( -newermt {since} -o -newerct {since} \\) -printf '%TT %p\\n' | sort | head -20",
+            check=False,
+        ).stdout.splitlines()
+        for name in hosts
+        if after.files.get(name) != before.files.get(name)
+    }
+    ids = "" if after.ids == before.ids else f"Ray's node IDs {before.ids} -> {after.ids}; "
+    pytest.fail(f"the nodes changed: {ids}changed since the first read: {touched}")
 
 
 # What a test may leave on a node that site.yml with the lab inventory removes: the opt-in firewall,

@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from lab_helpers import node_state, probe_cluster, run_playbook, ssh
+from lab_helpers import assert_node_state_unchanged, node_state, probe_cluster, run_playbook, ssh
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
@@ -27,7 +27,7 @@ def test_dry_run_on_a_healthy_cluster_changes_nothing(tmp_path, hosts):
     assert run.changed() == {}, run.changed()
     assert "Ray would" not in run.stdout
     assert "cannot run work" not in run.stdout, run.stdout[-3000:]
-    assert node_state(hosts) == before
+    assert_node_state_unchanged(hosts, before)
 
 
 @pytest.mark.parametrize(
@@ -45,7 +45,7 @@ def test_dry_run_of_a_change_shows_it_names_the_restarts_and_changes_nothing(tmp
         assert run.changed().get(name, 0) > 0
     if "rlinf_env_vars" in change:
         assert "+RLINF_LOG_LEVEL='DEBUG'" in run.stdout  # the diff of the env file
-    assert node_state(hosts) == before
+    assert_node_state_unchanged(hosts, before)
     assert len(probe_cluster(next(iter(hosts.values())))) == len(hosts)
 
 
@@ -72,7 +72,7 @@ def test_dry_run_of_teardown_names_what_it_would_stop_and_remove_and_changes_not
                     assert ssh(address, f"find {path} -type f -print -quit").stdout.strip(), path
     else:
         assert "purge would remove" not in said
-    assert node_state(hosts) == before
+    assert_node_state_unchanged(hosts, before)
 
 
 @pytest.mark.parametrize("playbook", ["playbooks/status.yml", "playbooks/validate.yml"])
@@ -89,4 +89,4 @@ def test_read_only_playbooks_run_in_check_mode_and_change_nothing(tmp_path, host
         assert [n["state"] for n in json.loads(report.read_text())["nodes"]] == ["ALIVE"] * len(hosts)
     else:
         assert f"num_nodes: {len(hosts)}" in said, run.stdout[-3000:]
-    assert node_state(hosts) == before
+    assert_node_state_unchanged(hosts, before)

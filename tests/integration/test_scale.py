@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from lab_helpers import ROOT, lab_hosts, node_state, run_playbook, ssh, wait_for_alive
+from lab_helpers import ROOT, assert_node_state_unchanged, lab_hosts, node_state, run_playbook, ssh, wait_for_alive
 
 # Each test starts on the lab inventory's healthy cluster (conftest.py), whatever ran before.
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
@@ -72,7 +72,7 @@ def test_fourth_host_joins_untouched_then_is_removed(tmp_path):
         for name in hosts:
             assert f"Ray would restart on {name}" not in said and f"Ray would start on {name} " not in said
             assert dry.changed().get(name, 0) == 0, dry.changed()
-        assert node_state(hosts) == state
+        assert_node_state_unchanged(hosts, state)
         assert ssh(new_ip, BARE).stdout == ""
 
         run = run_playbook("site.yml", tmp_path)
