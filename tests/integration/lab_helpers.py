@@ -117,14 +117,20 @@ VENV_KEPT = "/opt/rlinf-venv-kept"
 
 
 def keep_venv(hosts: dict[str, str]) -> None:
+    """Keep every node's venv; an empty copy says there was none (a lab the suite has not set up yet)."""
     for address in hosts.values():
-        ssh(address, f"rm -rf {VENV_KEPT} && cp -al {VENV} {VENV_KEPT}")
+        copy = f"cp -al {VENV} {VENV_KEPT}"
+        ssh(address, f"rm -rf {VENV_KEPT} && if [ -d {VENV} ]; then {copy}; else mkdir {VENV_KEPT}; fi")
 
 
 def restore_venv(hosts: dict[str, str]) -> None:
-    """Every venv back to what keep_venv kept: the same files, sizes and times."""
+    """Every venv back to what keep_venv kept (the same files, sizes and times), or gone if there was none."""
     for address in hosts.values():
-        ssh(address, f"test -d {VENV_KEPT} && rsync -a --delete {VENV_KEPT}/ {VENV}/ && rm -rf {VENV_KEPT}")
+        ssh(
+            address,
+            f'test -d {VENV_KEPT} && if [ -z "$(ls -A {VENV_KEPT})" ]; then rm -rf {VENV};'
+            f" else rsync -a --delete {VENV_KEPT}/ {VENV}/; fi && rm -rf {VENV_KEPT}",
+        )
 
 
 def write_inventory(tmp_path: Path, mutate) -> Path:
