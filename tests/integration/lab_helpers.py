@@ -124,12 +124,16 @@ def keep_venv(hosts: dict[str, str]) -> None:
 
 
 def restore_venv(hosts: dict[str, str]) -> None:
-    """Every venv back to what keep_venv kept (the same files, sizes and times), or gone if there was none."""
+    """Every venv back to what keep_venv kept (the same files, sizes and times). Where there was none,
+    the venv stays (Ray runs from it: site.yml's restart guard could not read its drivers without it):
+    torch leaves it and what pip left is byte-compiled, as site.yml's own install leaves a venv."""
+    uninstall = f"{VENV}/bin/pip uninstall -q -y {TORCH_REMOVED} >/dev/null 2>&1"
+    compile_rest = f"{VENV}/bin/python -m compileall -q {VENV}/lib >/dev/null 2>&1"
     for address in hosts.values():
         ssh(
             address,
-            f'test -d {VENV_KEPT} && if [ -z "$(ls -A {VENV_KEPT})" ]; then rm -rf {VENV};'
-            f" else rsync -a --delete {VENV_KEPT}/ {VENV}/; fi && rm -rf {VENV_KEPT}",
+            f'test -d {VENV_KEPT} && if [ -n "$(ls -A {VENV_KEPT})" ]; then rsync -a --delete {VENV_KEPT}/ {VENV}/;'
+            f" else {uninstall}; {compile_rest}; true; fi && rm -rf {VENV_KEPT}",
         )
 
 
