@@ -7,11 +7,9 @@ site.yml only when a test before it left the cluster broken, stopped or changed.
 
 from __future__ import annotations
 
-import time
-
 import cpu_account
 import pytest
-from lab_helpers import cluster_problems, lab_containers, lab_hosts, run_playbook
+from lab_helpers import lab_cluster, lab_containers, lab_hosts
 from longest_first import DURATIONS, LongestFirst
 
 
@@ -47,16 +45,4 @@ def hosts() -> dict[str, str]:
 def cluster(hosts, tmp_path_factory) -> dict[str, str]:
     """The lab hosts (as ``hosts``) running the cluster site.yml makes from the lab inventory:
     checked, and repaired by one site.yml run when it is not that cluster."""
-    problems = cluster_problems(hosts)
-    if not problems:
-        return hosts
-    run = run_playbook("site.yml", tmp_path_factory.mktemp("repair"))
-    if run.rc != 0:
-        pytest.fail(f"site.yml could not repair the lab ({'; '.join(problems)}):\n{run.stdout[-3000:]}")
-    # Workers restarted after the head may need a few seconds to run tasks again.
-    deadline = time.monotonic() + 90
-    while problems := cluster_problems(hosts):
-        if time.monotonic() > deadline:
-            pytest.fail(f"the lab is still not the lab inventory's cluster after site.yml: {'; '.join(problems)}")
-        time.sleep(3)
-    return hosts
+    return lab_cluster(hosts, tmp_path_factory)

@@ -117,24 +117,14 @@ VENV_KEPT = "/opt/rlinf-venv-kept"
 
 
 def keep_venv(hosts: dict[str, str]) -> None:
-    """Keep every node's venv; an empty copy says there was none (a lab the suite has not set up yet)."""
     for address in hosts.values():
-        copy = f"cp -al {VENV} {VENV_KEPT}"
-        ssh(address, f"rm -rf {VENV_KEPT} && if [ -d {VENV} ]; then {copy}; else mkdir {VENV_KEPT}; fi")
+        ssh(address, f"rm -rf {VENV_KEPT} && cp -al {VENV} {VENV_KEPT}")
 
 
 def restore_venv(hosts: dict[str, str]) -> None:
-    """Every venv back to what keep_venv kept (the same files, sizes and times). Where there was none,
-    the venv stays (Ray runs from it: site.yml's restart guard could not read its drivers without it):
-    torch leaves it and what pip left is byte-compiled, as site.yml's own install leaves a venv."""
-    uninstall = f"{VENV}/bin/pip uninstall -q -y {TORCH_REMOVED} >/dev/null 2>&1"
-    compile_rest = f"{VENV}/bin/python -m compileall -q {VENV}/lib >/dev/null 2>&1"
+    """Every venv back to what keep_venv kept: the same files, sizes and times."""
     for address in hosts.values():
-        ssh(
-            address,
-            f'test -d {VENV_KEPT} && if [ -n "$(ls -A {VENV_KEPT})" ]; then rsync -a --delete {VENV_KEPT}/ {VENV}/;'
-            f" else {uninstall}; {compile_rest}; true; fi && rm -rf {VENV_KEPT}",
-        )
+        ssh(address, f"test -d {VENV_KEPT} && rsync -a --delete {VENV_KEPT}/ {VENV}/ && rm -rf {VENV_KEPT}")
 
 
 def write_inventory(tmp_path: Path, mutate) -> Path:
@@ -409,6 +399,24 @@ def token_digest(path: Path) -> str:
     """A token file's sha256 as the nodes hold the token: the password lookup ends the controller's
     file with a newline, the nodes' files have none."""
     return hashlib.sha256(path.read_bytes().rstrip(b"\n")).hexdigest()
+
+
+def lab_cluster(hosts: dict[str, str], tmp_path_factory) -> dict[str, str]:
+    """The lab hosts, running the cluster site.yml makes from the lab inventory: checked, and repaired
+    by one site.yml run when it is not that cluster (conftest.py's ``cluster``)."""
+    problems = cluster_problems(hosts)
+    if not problems:
+        return hosts
+    run = run_playbook("site.yml", tmp_path_factory.mktemp("repair"))
+    if run.rc != 0:
+        pytest.fail(f"site.yml could not repair the lab ({'; '.join(problems)}):\n{run.stdout[-3000:]}")
+    # Workers restarted after the head may need a few seconds to run tasks again.
+    deadline = time.monotonic() + 90
+    while problems := cluster_problems(hosts):
+        if time.monotonic() > deadline:
+            pytest.fail(f"the lab is still not the lab inventory's cluster after site.yml: {'; '.join(problems)}")
+        time.sleep(3)
+    return hosts
 
 
 def cluster_problems(hosts: dict[str, str]) -> list[str]:

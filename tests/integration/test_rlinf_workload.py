@@ -26,6 +26,7 @@ from lab_helpers import (
     TORCH_VARS,
     fake_checkout,
     keep_venv,
+    lab_cluster,
     restore_venv,
     run_playbook,
     run_status,
@@ -138,6 +139,9 @@ def rlinf_lab(tmp_path_factory, hosts):
 
         return write_inventory(tmp, mutate)
 
+    # From the lab's own cluster (site.yml installs the venv compiled), whatever this lab ran before:
+    # torch's install on a bare lab would leave Ray's own modules without bytecode (--no-compile).
+    lab_cluster(hosts, tmp_path_factory)
     keep_venv(hosts)
     try:
         started = time.monotonic()
