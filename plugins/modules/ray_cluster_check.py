@@ -11,7 +11,7 @@ short_description: Check that a running Ray cluster matches the inventory
 description:
   - Connects to the Ray cluster at O(address) as a driver, waits up to O(timeout) seconds for
     every expected node to be ALIVE (DEAD entries dropped, one node per NodeManagerAddress and
-    port), then runs one tiny task pinned to each node that reads the Ray worker's environment,
+    port), then runs one tiny actor pinned to each node that reads the Ray worker's environment,
     Python and Ray versions.
   - Fails, listing every problem, when a host is missing, an extra node is ALIVE (RLinf would
     silently drop some nodes), a node's C(RLINF_NODE_RANK) differs from the inventory's rank,
@@ -260,6 +260,13 @@ def probe_task(env_keys):
     }
 
 
+class NodeProbe:
+    """The actor pinned to one node (what an RLinf Worker is): its read() is probe_task."""
+
+    def read(self, env_keys):
+        return probe_task(env_keys)
+
+
 class RayClusterCheck:
     def __init__(self, module, clock=time.monotonic, sleep=time.sleep):
         self.module = module
@@ -344,29 +351,33 @@ class RayClusterCheck:
             self.sleep(self.poll_interval)
 
     def run_probes(self, ray, affinity, node_ids):
-        """One task per node, pinned with a hard node affinity; results keyed by node_id."""
-        remote_probe = ray.remote(num_cpus=0, max_retries=0)(probe_task)
+        """One actor per node, pinned with a hard node affinity; results keyed by node_id. An actor, not a
+        task: for a task's lease Ray 2.60's raylet starts a second, unused worker (its backlog prestart)."""
+        probe = ray.remote(num_cpus=0, max_restarts=0)(NodeProbe)
+        actors = {}
         refs = {}
         probes = {}
         for node_id in node_ids:
             try:
-                refs[node_id] = remote_probe.options(scheduling_strategy=affinity(node_id=node_id, soft=False)).remote(
-                    self.env_keys
-                )
+                actors[node_id] = probe.options(scheduling_strategy=affinity(node_id=node_id, soft=False)).remote()
+                refs[node_id] = actors[node_id].read.remote(self.env_keys)
             except Exception as err:
                 probes[node_id] = {"error": f"could not submit the task ({type(err).__name__}: {err})"}
-        if refs:
-            ready, _pending = ray.wait(list(refs.values()), num_returns=len(refs), timeout=self.probe_timeout)
-            for node_id, ref in refs.items():
-                if ref not in ready:
-                    probes[node_id] = {"error": f"the task did not finish within {self.probe_timeout} s"}
-                    with contextlib.suppress(Exception):
-                        ray.cancel(ref, force=True)
-                    continue
-                try:
-                    probes[node_id] = dict(ray.get(ref, timeout=10))
-                except Exception as err:
-                    probes[node_id] = {"error": f"{type(err).__name__}: {str(err).strip()[:300]}"}
+        try:
+            if refs:
+                ready, _pending = ray.wait(list(refs.values()), num_returns=len(refs), timeout=self.probe_timeout)
+                for node_id, ref in refs.items():
+                    if ref not in ready:
+                        probes[node_id] = {"error": f"the task did not finish within {self.probe_timeout} s"}
+                        continue
+                    try:
+                        probes[node_id] = dict(ray.get(ref, timeout=10))
+                    except Exception as err:
+                        probes[node_id] = {"error": f"{type(err).__name__}: {str(err).strip()[:300]}"}
+        finally:
+            for actor in actors.values():
+                with contextlib.suppress(Exception):
+                    ray.kill(actor, no_restart=True)
         return probes
 
     def run(self):

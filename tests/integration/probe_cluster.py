@@ -1,7 +1,8 @@
 """Run on the head with the node venv's Python (piped over SSH by the tests).
 
-Prints JSON: every ALIVE node that runs a task, by IP, with its node ID and, read by a
-task pinned to that node, the RLINF_* variables of the Ray worker's environment.
+Prints JSON: every ALIVE node that runs an actor, by IP, with its node ID and, read by an
+actor pinned to that node, the RLINF_* variables of the Ray worker's environment (an actor, as in
+ray_cluster_check: for a task Ray 2.60 starts a second, unused worker on the node).
 argv[1] is the head's address.
 """
 
@@ -16,16 +17,15 @@ ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
 
 
 @ray.remote(num_cpus=0)
-def worker_env():
-    return {k: v for k, v in os.environ.items() if k.startswith("RLINF_")}
+class WorkerEnv:
+    def read(self):
+        return {k: v for k, v in os.environ.items() if k.startswith("RLINF_")}
 
 
 alive = [n for n in ray.nodes() if n["Alive"]]
-pending = [
-    (n, worker_env.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote())
-    for n in alive
-]
-# Only nodes whose pinned task ran: right after a raylet dies, Ray still lists its old
+pinned = [(n, NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)) for n in alive]
+pending = [(n, WorkerEnv.options(scheduling_strategy=strategy).remote().read.remote()) for n, strategy in pinned]
+# Only nodes whose pinned actor ran: right after a raylet dies, Ray still lists its old
 # entry as ALIVE beside the new one at the same IP.
 nodes = {}
 for node, ref in pending:

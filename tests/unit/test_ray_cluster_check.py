@@ -58,7 +58,7 @@ class FakeAffinity:
 
 
 class FakeRay:
-    """Just enough of ray's driver API: init, nodes, remote/options, wait, get, cancel, shutdown."""
+    """Just enough of ray's driver API: init, nodes, remote/options (an actor), wait, get, kill, shutdown."""
 
     __version__ = "2.60.0"
 
@@ -71,7 +71,9 @@ class FakeRay:
         self.nodes_calls = 0
         self.init_kwargs = None
         self.submitted = []
-        self.cancelled = []
+        self.killed = []
+        self.strategies = {}
+        self.actor_classes = []
         self.wait_timeouts = []
         self.shutdown_called = False
         self.remote_options = None
@@ -91,19 +93,33 @@ class FakeRay:
         self.remote_options = options
         fake = self
 
+        class Read:
+            def __init__(self, node_id):
+                self.node_id = node_id
+
+            def remote(self, env_keys):
+                fake.submitted.append((self.node_id, fake.strategies[self.node_id].soft, tuple(env_keys)))
+                return f"ref-{self.node_id}"
+
+        class Actor:
+            def __init__(self, node_id):
+                self.node_id = node_id
+                self.read = Read(node_id)
+
         class Bound:
-            def __init__(self, strategy=None):
+            def __init__(self, cls, strategy=None):
+                self.cls = cls
                 self.strategy = strategy
 
             def options(self, scheduling_strategy):
-                return Bound(scheduling_strategy)
+                return Bound(self.cls, scheduling_strategy)
 
-            def remote(self, env_keys):
-                node_id = self.strategy.node_id
-                fake.submitted.append((node_id, self.strategy.soft, tuple(env_keys)))
-                return f"ref-{node_id}"
+            def remote(self):
+                fake.actor_classes.append(self.cls)
+                fake.strategies[self.strategy.node_id] = self.strategy
+                return Actor(self.strategy.node_id)
 
-        return lambda fn: Bound()
+        return lambda cls: Bound(cls)
 
     def wait(self, refs, num_returns, timeout):
         self.wait_timeouts.append(timeout)
@@ -116,8 +132,9 @@ class FakeRay:
             raise RuntimeError("worker died")
         return self.probes[node_id]
 
-    def cancel(self, ref, force=False):
-        self.cancelled.append(ref)
+    def kill(self, actor, no_restart=False):
+        assert no_restart
+        self.killed.append(actor.node_id)
 
     def shutdown(self):
         self.shutdown_called = True
@@ -166,7 +183,10 @@ def test_healthy_cluster_exits_ok(monkeypatch, module_exits, gcs):
     assert fake.init_kwargs["log_to_driver"] is False
     assert sorted(s[0] for s in fake.submitted) == ["n0", "n1", "n2"]
     assert all(soft is False for _, soft, _ in fake.submitted)
-    assert fake.remote_options["num_cpus"] == 0
+    assert fake.remote_options == {"num_cpus": 0, "max_restarts": 0}
+    # One actor per node, what RLinf's Workers are (a task's lease makes Ray 2.60 start a second worker).
+    assert fake.actor_classes == [mod.NodeProbe] * 3
+    assert sorted(fake.killed) == ["n0", "n1", "n2"]
     assert fake.shutdown_called
 
 
@@ -259,7 +279,8 @@ def test_hanging_and_crashing_probes_are_bounded_and_named(monkeypatch, module_e
     with pytest.raises(FailJson) as exc:
         run_module(monkeypatch, fake, args(gcs))
     result = exc.value.args[0]
-    assert fake.cancelled == ["ref-n1"]
+    # Every probe actor is killed, the one that hung too.
+    assert sorted(fake.killed) == ["n0", "n1", "n2"]
     assert any("host 'w1'" in p and "did not finish within 2 s" in p for p in result["problems"])
     assert any("host 'w2'" in p and "worker died" in p for p in result["problems"])
 
@@ -436,6 +457,7 @@ def test_probe_task_reads_env_and_versions(monkeypatch):
     assert result["env"] == {"RLINF_NODE_RANK": "4", "UNSET_FOR_SURE_XYZ": None}
     assert result["ray_version"] == "9.9.9"
     assert result["python"] == sys.version and result["python_executable"] == sys.executable
+    assert mod.NodeProbe().read(["RLINF_NODE_RANK"])["env"] == {"RLINF_NODE_RANK": "4"}
 
 
 def test_documentation_matches_argument_spec():
