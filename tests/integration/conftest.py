@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import cpu_account
 import pytest
-from lab_helpers import lab_cluster, lab_containers, lab_hosts
+from lab_helpers import close_ssh_masters, lab_cluster, lab_containers, lab_hosts
 from longest_first import DURATIONS, LongestFirst
 
 
@@ -20,6 +20,11 @@ def pytest_xdist_make_scheduler(config, log):
     if config.getoption("dist") == "loadfile" and DURATIONS.exists():
         return LongestFirst(config, log)
     return None
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The SSH connections the tests kept open (lab_helpers.ssh_argv) end with the run."""
+    close_ssh_masters()
 
 
 @pytest.hookimpl(wrapper=True)
