@@ -136,6 +136,10 @@ test-lab: lab-up
 LAB_B := LAB_NAME=rlinf-lab-b LAB_SUBNET=10.89.86.0/24 LAB_DISTRO=bookworm LAB_SSH_USER=root LAB_NICS=1
 test-lab-2: lab-up
 	$(LAB_B) bash lab/timed.sh "lab B up" $(BIN)/python lab/lab.py up --nodes $(LAB_NODES)
+	# Lab B's hosts are the main lab's platform (bookworm, x86_64): its wheelhouse starts as a copy of the
+	# main lab's, which site.yml reuses where it is complete (its lock's wheels all there, unchanged).
+	if [ -d $(INVENTORY)/.rlinf/wheelhouse ] && [ ! -e .lab/rlinf-lab-b/inventory/.rlinf/wheelhouse ]; then \
+	  mkdir -p .lab/rlinf-lab-b/inventory/.rlinf && cp -a $(INVENTORY)/.rlinf/wheelhouse .lab/rlinf-lab-b/inventory/.rlinf/; fi
 	rm -f .lab/lab-suite-cpu.jsonl
 	RLINF_LAB_INVENTORIES="$(abspath $(INVENTORY)) $(CURDIR)/.lab/rlinf-lab-b/inventory" RLINF_TEST_CPU_LOG=$(CURDIR)/.lab/lab-suite-cpu.jsonl \
 	  $(BIN)/pytest -m "lab and not scenario" -q -n 2 --dist loadfile --durations=30 --junitxml=.lab/lab-suite.xml tests/integration \
