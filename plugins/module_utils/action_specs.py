@@ -23,7 +23,7 @@ CLUSTER_REPORT = {
     "expected_nodes": {"type": "list", "elements": "dict", "required": True},
     "address": {"type": "str", "required": True},
     "path": {"type": "path", "required": True},
-    "manifest_var": {"type": "str", "default": "ray_check_manifest"},
+    "manifest_var": {"type": "str", "default": "rlinf_probe"},
     "gpus_var": {"type": "str", "default": "ray_check_gpus"},
     "gpu_nodes": {"type": "list", "elements": "dict", "default": []},
     "probe_var": {"type": "str", "default": "rlinf_probe"},

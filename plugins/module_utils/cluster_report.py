@@ -6,7 +6,6 @@ controller after the check module ran on the head.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 
 from ansible_collections.rlinf.cluster.plugins.module_utils import disk
@@ -16,17 +15,10 @@ _HEADER = ("RANK", "HOST", "IP", "STATE", "CPUS", "GPUS", "CUSTOM", "RAY", "PYTH
 
 
 def parse_manifest(result: Mapping | None) -> dict:
-    """One node's version manifest from the result of manifest.py (ansible.builtin.script)."""
-    if not result:
-        return {}
-    out = str(result.get("stdout") or "").strip()
-    if int(result.get("rc", 1) or 0) == 0 and out.startswith("{"):
-        try:
-            return json.loads(out)
-        except ValueError:
-            pass
-    error = " ".join(str(result.get(key) or "") for key in ("msg", "stderr", "stdout")).strip()
-    return {"error": error[:300]}
+    """One node's version manifest: the ``versions`` of its node read (rlinf.cluster.node_state), an
+    ``error`` where the venv could not be read; empty where it was not asked for."""
+    versions = (result or {}).get("versions")
+    return dict(versions) if isinstance(versions, Mapping) else {}
 
 
 def gpu_readings(probes: Mapping[str, Mapping], registered: Mapping[str, Mapping]) -> dict:

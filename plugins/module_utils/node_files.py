@@ -105,6 +105,33 @@ def file_differs(path, content, mode, uid=None, gid=None):
     return not same, attrs
 
 
+def file_state(path):
+    """What a regular file at ``path`` holds, for comparing it with a plan on the controller:
+    ``exists``, and for a regular file its ``sha256``, ``mode`` (octal text), ``uid``, ``gid`` and
+    their names (``owner``, ``group``; None where the node has no name for them)."""
+    import grp
+    import pwd
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return {"exists": False}
+    if not stat.S_ISREG(st.st_mode):
+        return {"exists": True, "regular": False}
+    try:
+        with open(path, "rb") as handle:
+            digest = hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return {"exists": True, "regular": True, "readable": False}
+    found = {"exists": True, "regular": True, "readable": True, "sha256": digest}
+    found.update(mode=f"{stat.S_IMODE(st.st_mode):04o}", uid=st.st_uid, gid=st.st_gid, owner=None, group=None)
+    with contextlib.suppress(KeyError):
+        found["owner"] = pwd.getpwuid(st.st_uid).pw_name
+    with contextlib.suppress(KeyError):
+        found["group"] = grp.getgrgid(st.st_gid).gr_name
+    return found
+
+
 def write_atomic(path, content, mode, uid=None, gid=None):
     """Write ``content`` to ``path`` through a temporary file in the same directory."""
     directory = os.path.dirname(path)

@@ -1,7 +1,7 @@
 """Compare what a Ray cluster reports with what the inventory expects.
 
 Pure logic, no ``ray`` import: the ``ray_cluster_check`` module feeds it ``ray.nodes()``
-records and the results of one probe task per node; the unit tests feed it fabricated
+records and the results of one probe (an actor) per node; the unit tests feed it fabricated
 data. Every problem is one sentence naming the host, its rank and the fix.
 """
 

@@ -11,7 +11,7 @@ short_description: Write the cluster report on the controller and render its tab
 description:
   - Runs on the controller only (an action plugin); contacts no host.
   - Builds the report from the result of M(rlinf.cluster.ray_cluster_check) and each node's version
-    manifest (the C(manifest.py) result each host registered), writes it as JSON to O(path) and returns
+    manifest (the C(versions) of the node read each host registered), writes it as JSON to O(path) and returns
     it with the table status prints.
   - The report is a controller artifact, never a change (C(changed=false)); it is written in check mode too.
 version_added: 0.2.0
@@ -38,9 +38,11 @@ options:
     type: path
     required: true
   manifest_var:
-    description: The variable each host registered its C(manifest.py) result in; hosts without it get an empty manifest.
+    description:
+      - The variable each host registered its M(rlinf.cluster.node_state) result in; its C(versions) is the node's
+        manifest. Hosts without it, or a read without C(versions), get an empty manifest.
     type: str
-    default: ray_check_manifest
+    default: rlinf_probe
   gpus_var:
     description:
       - The variable each host registered its M(rlinf.cluster.gpu_facts) result in; kept as the manifest's C(gpus).

@@ -99,6 +99,22 @@ options:
   env_file:
     description: The env file whose RAY_* settings (token authentication) the GCS read uses.
     type: path
+  versions:
+    description:
+      - Read this node's version manifest through the venv's own Python (see RV(versions)), beside the other reads.
+    type: bool
+    default: false
+  easytier_dir:
+    description: Where EasyTier is installed, for RV(versions).
+    type: path
+    default: /opt/rlinf/easytier
+  digests:
+    description:
+      - Files to describe for a comparison on the controller (see RV(digests)); their content is never
+        returned.
+    type: list
+    elements: path
+    default: []
 notes:
   - Needs C(ip) (iproute2) for the network part.
 """
@@ -229,6 +245,26 @@ gcs:
   type: dict
   sample: {address: 10.0.0.1:6379, nodes: [{NodeID: 3f2a, NodeManagerAddress: 10.0.0.1, NodeManagerPort: 40000,
            Alive: true, RayletSocketName: /tmp/ray/session_x/sockets/raylet}]}
+versions:
+  description:
+    - With O(versions), the venv's version manifest - C(python), C(python_executable), C(ray) (null without Ray),
+      C(pip_freeze_sha256) and C(pip_freeze_source) (C(pip freeze), or C(importlib.metadata) in a venv without pip),
+      C(packages), C(easytier) (null when not installed); or C(error). Empty without O(versions).
+  returned: always
+  type: dict
+  sample: {python: 3.11.2, python_executable: /opt/rlinf/venv/bin/python, ray: 2.60.0, packages: 61,
+           pip_freeze_sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08,
+           pip_freeze_source: pip freeze, easytier: null}
+digests:
+  description:
+    - For each path of O(digests) - C(exists); for a regular file also C(regular), C(readable) and, when
+      readable, C(sha256) of its bytes, C(mode) (octal text), C(uid), C(gid), C(owner) and C(group) (names, or
+      null). The plan compares them with the files it renders, so a run whose files match them does not
+      compare them again on the node.
+  returned: always
+  type: dict
+  sample: {/etc/rlinf/rlinf.env: {exists: true, regular: true, readable: true, mode: "0644", uid: 0, gid: 0,
+           owner: root, group: root, sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08}}
 host_firewall:
   description:
     - The host firewalls that are not rlinf-ansible's. C(ufw) is C(ufw status verbose) read as C(active),
@@ -256,11 +292,13 @@ from ansible_collections.rlinf.cluster.plugins.module_utils.disk import usage  #
 from ansible_collections.rlinf.cluster.plugins.module_utils.gcs_probe import GcsRead, head_address  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.host_firewall import parse_ufw  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.node_files import (  # noqa: E402
+    file_state,
     is_ours,
     read_manifest,
 )
 from ansible_collections.rlinf.cluster.plugins.module_utils.ray_env import read_ray_env  # noqa: E402
 from ansible_collections.rlinf.cluster.plugins.module_utils.venv_probe import VENV_PROBE  # noqa: E402
+from ansible_collections.rlinf.cluster.plugins.module_utils.version_manifest import VersionRead  # noqa: E402
 
 PYTHON_PROBE = (
     "import json, platform, sys; print(json.dumps({'version': platform.python_version(), "
@@ -480,9 +518,13 @@ def service_state(module, name):
     return {"active": active, "enabled": out.strip() == "enabled"}
 
 
+def venv_python(params):
+    return os.path.join(params["venv"] or "", "bin", "python")
+
+
 def start_gcs_read(params, unit, record):
     """The GCS read of a head whose Ray runs (started now, collected last), or None."""
-    python = os.path.join(params["venv"] or "", "bin", "python")
+    python = venv_python(params)
     address = head_address(record)
     if not params["gcs"] or unit.get("active") != "active" or address is None or not os.path.exists(python):
         return None
@@ -507,6 +549,9 @@ def main():
             "gpus": {"type": "bool", "default": False},
             "gcs": {"type": "bool", "default": False},
             "env_file": {"type": "path"},
+            "versions": {"type": "bool", "default": False},
+            "easytier_dir": {"type": "path", "default": "/opt/rlinf/easytier"},
+            "digests": {"type": "list", "elements": "path", "default": []},
         },
         supports_check_mode=True,
     )
@@ -514,6 +559,7 @@ def main():
     record = read_record(params["record"]) if params["record"] else {}
     unit = service_state(module, params["unit"]) if params["unit"] else {}
     gcs = start_gcs_read(params, unit, record)
+    versions = VersionRead(venv_python(params), params["easytier_dir"]) if params["versions"] else None
     interfaces, default = network(module)
     manifest = read_manifest(params["manifest"]) if params["manifest"] else []
     recorded = {entry["path"] for entry in manifest}
@@ -536,6 +582,7 @@ def main():
         "disk": {key: usage(str(path)) for key, path in params["disk"].items() if path},
         "token": token_info(params["token_file"]) if params["token_file"] else {},
         "host_firewall": host_firewalls(module),
+        "digests": {str(path): file_state(str(path)) for path in params["digests"]},
     }
     if params["unit"]:
         result["os_units"] = [
@@ -555,6 +602,7 @@ def main():
     if params["port"] and result["unit"].get("active") != "active":
         result["port_busy"] = listening(params["port"])
     result["gcs"] = gcs.result() if gcs is not None else {}
+    result["versions"] = versions.result() if versions is not None else {}
     module.exit_json(**result)
 
 

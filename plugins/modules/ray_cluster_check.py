@@ -53,12 +53,12 @@ options:
         just restarted refuses drivers until its own node has registered), and again for the
         expected nodes to be ALIVE once it is connected (importing Ray and connecting, slow on a
         loaded head, do not eat into the nodes' time).
-      - The probe tasks get up to the same number of seconds again, unless O(probe_timeout) is set.
+      - The probes (one actor per node) get up to the same number of seconds again, unless O(probe_timeout) is set.
     type: int
     default: 60
   probe_timeout:
     description:
-      - Seconds the probe tasks get; defaults to O(timeout). A dry run that must not wait for
+      - Seconds the probes get; defaults to O(timeout). A dry run that must not wait for
         nodes it did not start (O(timeout=1)) still gives the running nodes' tasks the time a
         Ray worker takes to start.
     type: int
@@ -108,7 +108,7 @@ EXAMPLES = r"""
     ansible_python_interpreter: /opt/rlinf/venv/bin/python
   register: ray_cluster
 
-- name: Only membership and resources, no probe tasks
+- name: Only membership and resources, no probes
   rlinf.cluster.ray_cluster_check:
     address: "{{ rlinf_plan.cluster.head_address }}"
     expected_nodes: "{{ expected }}"

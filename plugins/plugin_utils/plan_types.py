@@ -124,6 +124,7 @@ class NodePlan(TypedDict):
     unit: str  # the Ray unit's name
     python: str
     paths: dict[str, str]  # every node path the roles write, sync into, record or delete
+    compared_files: list[str]  # ray_node's files: the node read returns their digests (files_as_planned)
     ports: dict[str, int]  # Ray's ports on this node (the head has its GCS and client ports too)
     start_resources: dict[str, float | int]
     resources: dict[str, float | int]

@@ -32,7 +32,7 @@ CHECK = {
 
 
 def test_every_expected_node_is_in_the_report_with_its_manifest():
-    manifests = {"w1": {"rc": 0, "stdout": '{"python": "3.11.2", "ray": "2.60.0"}'}}
+    manifests = {"w1": {"versions": {"python": "3.11.2", "ray": "2.60.0"}}}
     report = build(CHECK, EXPECTED, manifests, "head", "10.0.0.1:6379", "2026-12-01T00:00:00Z")
     assert report["ok"] is False and report["missing"] == ["w1"]
     assert [(n["name"], n["state"]) for n in report["nodes"]] == [("head", "ALIVE"), ("w1", "UNKNOWN")]
@@ -46,9 +46,10 @@ def test_a_check_that_did_not_run_says_so():
     assert report["problems"] == ["cannot import ray"] and not report["ok"]
 
 
-def test_a_manifest_that_failed_keeps_its_error():
-    assert parse_manifest({"rc": 1, "stderr": "No such file", "stdout": ""}) == {"error": "No such file"}
-    assert parse_manifest(None) == {}
+def test_a_manifest_is_the_node_reads_versions_and_keeps_an_error():
+    assert parse_manifest({"versions": {"error": "FileNotFoundError: venv"}}) == {"error": "FileNotFoundError: venv"}
+    assert parse_manifest({"versions": {"ray": "2.60.0"}, "gpus": {}}) == {"ray": "2.60.0"}
+    assert parse_manifest({"versions": {}}) == {} and parse_manifest({"unit": {}}) == {} and parse_manifest(None) == {}
 
 
 def test_the_table_has_a_row_per_node_extra_nodes_then_the_verdict():

@@ -235,3 +235,21 @@ def test_a_failed_systemd_run_is_an_error_not_a_verdict(monkeypatch):
     monkeypatch.setattr(mod.os, "readlink", lambda path: "mnt:[4026531841]")
     found = mod.sandbox_info(NamespaceModule(1, "", "Failed to connect to bus: No such file or directory"))
     assert found == {"error": "Failed to connect to bus: No such file or directory"}
+
+
+def test_a_files_digest_mode_and_owner_are_read_never_its_content(tmp_path):
+    from ansible_collections.rlinf.cluster.plugins.module_utils.node_files import file_state
+
+    secret = tmp_path / "token"
+    secret.write_text("s3cret")
+    secret.chmod(0o640)
+    found = file_state(str(secret))
+    assert found["sha256"] == hashlib.sha256(b"s3cret").hexdigest() and "s3cret" not in repr(found)
+    assert (found["mode"], found["uid"], found["exists"], found["regular"]) == (
+        "0640",
+        secret.stat().st_uid,
+        True,
+        True,
+    )
+    assert file_state(str(tmp_path / "none")) == {"exists": False}
+    assert file_state(str(tmp_path)) == {"exists": True, "regular": False}

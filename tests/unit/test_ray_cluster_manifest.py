@@ -1,4 +1,5 @@
-"""roles/ray_check/files/manifest.py: the per-node version manifest of the cluster report."""
+"""module_utils/version_manifest.py: the per-node version manifest of the cluster report (node_state reads it
+with the venv's own Python)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "roles" / "ray_check" / "files" / "manifest.py"
+from ansible_collections.rlinf.cluster.plugins.module_utils.version_manifest import MANIFEST_PROBE, VersionRead
 
 
 def run_manifest(base_dir: Path, path: str | None = None, pythonpath: Path | None = None) -> dict:
@@ -20,7 +21,12 @@ def run_manifest(base_dir: Path, path: str | None = None, pythonpath: Path | Non
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), str(base_dir)], capture_output=True, text=True, env=env, check=True, timeout=120
+        [sys.executable, "-c", MANIFEST_PROBE, str(base_dir)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=120,
     )
     return json.loads(proc.stdout)
 
@@ -83,3 +89,11 @@ def test_manifest_reads_easytier_core_on_path(tmp_path):
 def test_manifest_reports_a_broken_easytier_instead_of_failing(tmp_path):
     executable(tmp_path / "easytier" / "venv" / "bin" / "python", "echo boom >&2; exit 3")
     assert run_manifest(tmp_path / "easytier")["easytier"] == "unknown (boom)"
+
+
+def test_the_read_in_a_child_returns_the_manifest_or_why_not(tmp_path):
+    assert VersionRead(sys.executable, str(tmp_path / "absent")).result()["python_executable"] == sys.executable
+    missing = VersionRead(str(tmp_path / "venv" / "bin" / "python"), str(tmp_path)).result()
+    assert missing == {"error": f"FileNotFoundError: [Errno 2] No such file or directory: '{tmp_path}/venv/bin/python'"}
+    executable(tmp_path / "broken", "echo cannot start >&2; exit 1")
+    assert VersionRead(str(tmp_path / "broken"), str(tmp_path)).result() == {"error": "cannot start"}

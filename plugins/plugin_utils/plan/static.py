@@ -185,6 +185,11 @@ def _expected_resources(start: Mapping, node: Mapping) -> dict:
     return resources
 
 
+# The files ray_node writes, adopts or removes in one owned_files call: the node read returns their
+# digests, and a run whose files already match the plan does not compare them again on the node.
+COMPARED_FILES = ("env_file", "unit_file", "profile", "record", "token_file", "secret_env_file")
+
+
 def _node_paths(reader: _Reader) -> dict:
     unit = reader["ray_node_unit_name"]
     return {
@@ -574,6 +579,7 @@ def static_plan(groups: Mapping, hostvars: Mapping, context: Mapping | None = No
             "unit": reader["ray_node_unit_name"],
             "python": reader["rlinf_python"],
             "paths": _node_paths(reader),
+            "compared_files": [_node_paths(reader)[key] for key in COMPARED_FILES],
             "ports": _ports(reader, role),
             "start_resources": _start_resources(reader),
             "resources": _expected_resources(_start_resources(reader), topo_node),

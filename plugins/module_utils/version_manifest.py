@@ -1,11 +1,20 @@
-"""Version manifest of one node, printed as JSON (run by rlinf.cluster.ray_check, read-only).
+# Copyright (c) rlinf-ansible maintainers
+# Apache-2.0 (see galaxy.yml)
+"""One node's version manifest (rlinf.cluster.node_state with ``versions``), read by the venv's own Python.
 
-Run with the node venv's Python: ``python manifest.py [EASYTIER_BASE_DIR]``.
-Reports Python, Ray, the sha256 of the venv's ``pip freeze`` and the EasyTier version when
-EasyTier is installed (``EASYTIER_BASE_DIR``, default /opt/rlinf/easytier, or
-``easytier-core`` on PATH). Never fails: what it cannot read is reported as an error string.
+``MANIFEST_PROBE`` runs as ``<venv>/bin/python -c MANIFEST_PROBE [EASYTIER_BASE_DIR]`` and prints one JSON
+object: Python, Ray, the sha256 of the venv's ``pip freeze`` (its package metadata where the venv has no pip)
+and the EasyTier version when EasyTier is installed (``EASYTIER_BASE_DIR``, default /opt/rlinf/easytier, or
+``easytier-core`` on PATH). It never fails: what it cannot read is an error string. node_state starts it
+before its other reads and collects it after them, so it costs the read little wall time.
 """
 
+from __future__ import annotations
+
+import json
+import subprocess
+
+MANIFEST_PROBE = r"""
 import hashlib
 import importlib.metadata
 import json
@@ -85,3 +94,40 @@ def main():
 
 if __name__ == "__main__":
     main()
+"""
+
+
+class VersionRead:
+    """The manifest read in a child process: ``start`` it, do the other reads, then ``result``."""
+
+    def __init__(self, python, easytier_dir):
+        self.proc = None
+        self.error = None
+        try:
+            self.proc = subprocess.Popen(
+                [python, "-c", MANIFEST_PROBE, easytier_dir],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                text=True,
+            )
+        except OSError as err:
+            self.error = f"{type(err).__name__}: {err}"
+
+    def result(self, timeout=120):
+        """The manifest, or ``{"error": ...}``."""
+        if self.proc is None:
+            return {"error": self.error}
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            return {"error": f"no answer within {timeout} s"}
+        text = (out or "").strip()
+        if self.proc.returncode == 0 and text.startswith("{"):
+            try:
+                return json.loads(text.splitlines()[-1])
+            except ValueError:
+                pass
+        return {"error": ((err or "") + " " + text).strip()[-300:] or f"exit status {self.proc.returncode}"}
