@@ -7,10 +7,12 @@ missing, so a run without hosts cannot pass by accident.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -54,6 +56,8 @@ PLAYBOOK_TIMEOUT = 1800
 # Prefix for commands on a node that act as a Ray driver: the nodes' environment, with
 # RAY_AUTH_MODE and the token's path, as Ray itself runs with.
 NODE_ENV = "set -a; . /etc/rlinf/rlinf.env; set +a;"
+# The nodes' venv (rlinf_venv_dir's default, which the lab inventory keeps).
+VENV = "/opt/rlinf/venv"
 DATA = Path(__file__).parent / "data"
 # What the controller keeps for the lab's inventory (the token, the wheelhouses): next to it.
 LAB_STATE = LAB_INVENTORY / ".rlinf"
@@ -105,14 +109,13 @@ TORCH_REMOVED = "rlinf torch numpy omegaconf"
 
 def remove_torch(hosts: dict[str, str]) -> None:
     for address in hosts.values():
-        ssh(address, f"/opt/rlinf/venv/bin/pip uninstall -q -y {TORCH_REMOVED} 2>&1 || true")
+        ssh(address, f"{VENV}/bin/pip uninstall -q -y {TORCH_REMOVED} 2>&1 || true")
 
 
 # The venv as site.yml made it, kept (hard links: pip replaces files, it does not write into them)
 # on the same filesystem, outside what node_state lists. Uninstalling torch is not enough: the
 # dependencies pip added or upgraded for it (sympy, networkx, setuptools, ...) would stay, installed
 # with --no-compile, and the next Python run as root would write their __pycache__ into the venv.
-VENV = "/opt/rlinf/venv"
 VENV_KEPT = "/opt/rlinf-venv-kept"
 
 
@@ -183,11 +186,17 @@ SSH_MUX = [
 ]  # fmt: skip
 
 
+@functools.cache
+def ssh_masters_dir() -> Path:
+    SSH_MASTERS.mkdir(mode=0o700, exist_ok=True)
+    return SSH_MASTERS
+
+
 def ssh_argv(address: str, command: str) -> list[str]:
     """ssh running ``command`` as root on a lab host, as the inventory's user (through sudo unless root)."""
     user = lab_user()
     remote = command if user == "root" else f"sudo -n -H bash -c {shlex.quote(command)}"
-    SSH_MASTERS.mkdir(mode=0o700, exist_ok=True)
+    ssh_masters_dir()
     return ["ssh", "-i", lab_key(), *ssh_options(address), *SSH_MUX, f"{user}@{address}", remote]
 
 
@@ -202,7 +211,8 @@ def close_ssh_masters() -> None:
             timeout=10,
             check=False,
         )
-    subprocess.run(["rm", "-rf", str(SSH_MASTERS)], check=False)
+    shutil.rmtree(SSH_MASTERS, ignore_errors=True)
+    ssh_masters_dir.cache_clear()
 
 
 def ssh(address: str, command: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -323,7 +333,7 @@ def probe_cluster(head_address: str, port: int = 6379, ray_address: str | None =
     ``ray_address`` (the head's Ray address, when it is not the SSH one)."""
     script = (Path(__file__).parent / "probe_cluster.py").read_text()
     # A driver with the nodes' environment: RAY_AUTH_MODE and the token's path included.
-    driver = f"{NODE_ENV} /opt/rlinf/venv/bin/python - {ray_address or head_address}:{port}"
+    driver = f"{NODE_ENV} {VENV}/bin/python - {ray_address or head_address}:{port}"
     proc = ssh(head_address, driver, stdin=script)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -348,7 +358,7 @@ def wait_for_alive(
 NODE_FILES = (
     "find /etc/rlinf /etc/systemd/system/rlinf-ray.service -type f | sort | xargs sha256sum;"
     " find /opt/rlinf -printf '%p %s %T@\\n' | sort | sha256sum;"
-    " /opt/rlinf/venv/bin/python -B -c 'import ray; print(ray.__version__)'"
+    f" {VENV}/bin/python -B -c 'import ray; print(ray.__version__)'"
 )
 
 
@@ -405,7 +415,7 @@ def gcs_alive(head_address: str, timeout: float = 10) -> dict[str, str]:
     """Node ID -> IP of every node the head's GCS lists as ALIVE (gcs_alive.py: one RPC with that
     timeout, no driver)."""
     script = (Path(__file__).parent / "gcs_alive.py").read_text()
-    proc = ssh(head_address, f"{NODE_ENV} /opt/rlinf/venv/bin/python - {head_address}:6379 {timeout}", stdin=script)
+    proc = ssh(head_address, f"{NODE_ENV} {VENV}/bin/python - {head_address}:6379 {timeout}", stdin=script)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
