@@ -155,6 +155,10 @@ def ray_unit(node: Mapping, args: Sequence[str], cluster: Mapping, mounts: Mappi
         "# A stop sends SIGTERM to every process of the unit at once, the head's GCS included, so",
         "# Ray's drain-on-SIGTERM (through the GCS) can only wait out its timeout: skip it.",
         "Environment=RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S=0",
+        "# The first driver after a start (every run's cluster check is one) would make the raylet start one",
+        "# Python worker per CPU ahead of any task, which then sit idle (about 80 MB and 1% of a core each):",
+        "# workers start when a task or an actor (an RLinf Worker) asks for one.",
+        "Environment=RAY_prestart_worker_first_driver=0",
         "TimeoutStopSec=20",
         "LimitNOFILE=65536",
     ]

@@ -367,3 +367,10 @@ def test_a_ray_node_user_without_a_synced_checkout_is_told_how_its_jobs_can_log(
     for name in NAMES:
         hostvars[name].update(rlinf_code_sync="rsync", ray_node_writable_paths=[])
     assert not [w for w in P.static_plan(GROUPS, hostvars)["warnings"] if "checkout's logs" in w]
+
+
+def test_every_unit_starts_no_idle_workers_for_the_first_driver():
+    """Every run's cluster check is the first driver after a start: Ray would prestart one worker per CPU."""
+    for settings in ({}, {"ray_node_sandbox": False}, STRICT):
+        environment = unit_of(settings)["Service"]["Environment"]
+        assert "RAY_prestart_worker_first_driver=0" in environment, environment
