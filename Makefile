@@ -39,12 +39,9 @@ help:
 	@echo "make controller playbooks and tools run on the controller alone (the built artifact, docs, the refusals), no hosts"
 	@echo "make test-fleet trixie hosts, a non-root SSH user with sudo, a management and a data NIC, a worker behind the head, on a lab of its own"
 
-$(BIN)/.installed: requirements/controller.txt requirements/test.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -r requirements/controller.txt
-	# rlinf is read (not imported) by the differential test; its deps (torch, ray) are not needed.
-	$(BIN)/pip install -q --disable-pip-version-check --no-deps -r requirements/test.txt
-	touch $@
+# Built once per machine for its inputs and linked from the checkout (lab/venv.sh).
+$(BIN)/.installed: requirements/controller.txt requirements/test.txt lab/venv.sh
+	PYTHON=$(PYTHON) bash lab/venv.sh
 
 venv: $(BIN)/.installed
 
@@ -63,8 +60,12 @@ image: host
 lab-up: image venv
 	$(BIN)/python lab/lab.py up --nodes $(LAB_NODES)
 
+# The lab's wheelhouse starts as the copy this machine keeps, and that copy gets what site.yml downloaded
+# (lab/wheelhouse-cache.sh): a fresh clone does not download the pinned set again.
 lab: lab-up
+	bash lab/wheelhouse-cache.sh restore $(INVENTORY)/.rlinf/wheelhouse
 	$(BIN)/ansible-playbook site.yml -i $(INVENTORY)
+	bash lab/wheelhouse-cache.sh save $(INVENTORY)/.rlinf/wheelhouse
 
 status: venv
 	$(BIN)/ansible-playbook playbooks/status.yml -i $(INVENTORY)

@@ -10,9 +10,9 @@ node's other reads and collected after them, so the import of Ray costs the read
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
+
+from ansible_collections.rlinf.cluster.plugins.module_utils.child_read import ChildRead
 
 GCS_PROBE = r"""
 import json, sys
@@ -42,36 +42,11 @@ class GcsRead:
 
     def __init__(self, python, address, ray_env, timeout=10):
         self.address = address
-        self.error = None
-        self.proc = None
-        try:
-            self.proc = subprocess.Popen(
-                [python, "-c", GCS_PROBE, address, str(timeout)],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL,
-                env={**os.environ, **ray_env},
-                text=True,
-            )
-        except OSError as err:
-            self.error = f"{type(err).__name__}: {err}"
+        self.read = ChildRead([python, "-c", GCS_PROBE, address, str(timeout)], env={**os.environ, **ray_env})
 
     def result(self, timeout=60):
         """``{"address", "nodes"}`` or ``{"address", "error"}``."""
-        if self.proc is not None:
-            try:
-                out, err = self.proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.communicate()
-                self.error = f"no answer within {timeout} s"
-            else:
-                self.error = None
-                try:
-                    found = json.loads(out.strip().splitlines()[-1])
-                except (ValueError, IndexError):
-                    found = {"error": (err or out).strip()[-300:] or f"exit status {self.proc.returncode}"}
-                if "nodes" in found:
-                    return {"address": self.address, "nodes": found["nodes"]}
-                self.error = str(found.get("error"))
-        return {"address": self.address, "error": self.error}
+        found = self.read.result(timeout)
+        if "nodes" in found:
+            return {"address": self.address, "nodes": found["nodes"]}
+        return {"address": self.address, "error": str(found.get("error"))}

@@ -11,8 +11,7 @@ before its other reads and collects it after them, so it costs the read little w
 
 from __future__ import annotations
 
-import json
-import subprocess
+from ansible_collections.rlinf.cluster.plugins.module_utils.child_read import ChildRead
 
 MANIFEST_PROBE = r"""
 import hashlib
@@ -101,33 +100,8 @@ class VersionRead:
     """The manifest read in a child process: ``start`` it, do the other reads, then ``result``."""
 
     def __init__(self, python, easytier_dir):
-        self.proc = None
-        self.error = None
-        try:
-            self.proc = subprocess.Popen(
-                [python, "-c", MANIFEST_PROBE, easytier_dir],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL,
-                text=True,
-            )
-        except OSError as err:
-            self.error = f"{type(err).__name__}: {err}"
+        self.read = ChildRead([python, "-c", MANIFEST_PROBE, easytier_dir])
 
     def result(self, timeout=120):
         """The manifest, or ``{"error": ...}``."""
-        if self.proc is None:
-            return {"error": self.error}
-        try:
-            out, err = self.proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.communicate()
-            return {"error": f"no answer within {timeout} s"}
-        text = (out or "").strip()
-        if self.proc.returncode == 0 and text.startswith("{"):
-            try:
-                return json.loads(text.splitlines()[-1])
-            except ValueError:
-                pass
-        return {"error": ((err or "") + " " + text).strip()[-300:] or f"exit status {self.proc.returncode}"}
+        return self.read.result(timeout)
