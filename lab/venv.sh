@@ -18,7 +18,12 @@ install() {
   touch "$1/bin/.installed"
 }
 
-if [[ -z "$cache" || ( -d .venv && ! -L .venv ) ]]; then
+if [[ -z "$cache" ]]; then
+  if [[ -L .venv ]]; then rm .venv; fi
+  install .venv
+  exit
+fi
+if [[ -d .venv && ! -L .venv ]]; then
   install .venv
   exit
 fi
