@@ -44,4 +44,8 @@ trap finish EXIT
 .venv/bin/python lab/lab.py down >/dev/null
 step image bash lab/build-image.sh
 step lab-up .venv/bin/python lab/lab.py up
+# The controller's wheelhouse starts as the copy this machine keeps, which gets what the tests downloaded
+# (lab/wheelhouse-cache.sh).
+bash lab/wheelhouse-cache.sh restore "$RLINF_LAB_INVENTORY/.rlinf/wheelhouse"
 step tests .venv/bin/pytest -m lab -q --durations=0 "$test_file"
+bash lab/wheelhouse-cache.sh save "$RLINF_LAB_INVENTORY/.rlinf/wheelhouse"
