@@ -1,13 +1,17 @@
 """Two Ray nodes on one machine (issue 15): a second host entry on the last lab host, with its
-own unit, env file, shell snippet and temp dir, joins as the next rank; status shows both
-ranks; tearing down that one node leaves the machine's other Ray node running; purging it
-removes its own files and none of the other node's (the machine's token file, which both use,
-stays until the last of them is purged)."""
+own unit, env file, shell snippet and temp dir, joins as the next rank and lists the machine's venv
+(which the first installed) in its manifest; status shows both ranks. Purging the first node, the
+venv's installer, keeps the venv and the token the second one runs with, and the second node still
+starts Ray workers from that venv; site.yml puts the first back. Tearing down the second node leaves
+the first running; purging it removes its own files and none of the first node's (the venv and the
+token, which both list, stay until the last of them is purged)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from lab_helpers import lab_hosts, run_playbook, run_status, ssh, write_inventory
+from lab_helpers import VENV, lab_hosts, run_playbook, run_status, ssh, wait_for_alive, write_inventory
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
@@ -26,6 +30,12 @@ SECOND = {
 def units_active(address: str) -> dict[str, str]:
     out = ssh(address, "systemctl is-active rlinf-ray rlinf-ray-b", check=False).stdout.split()
     return dict(zip(("rlinf-ray", "rlinf-ray-b"), out, strict=True))
+
+
+def manifest_paths(address: str, unit: str) -> list[str]:
+    """The paths a Ray node's manifest lists."""
+    found = ssh(address, f"cat /etc/rlinf/state/{unit}.manifest.json").stdout
+    return [entry["path"] for entry in json.loads(found)["entries"]]
 
 
 def test_two_ray_nodes_on_one_machine(tmp_path):
@@ -49,12 +59,36 @@ def test_two_ray_nodes_on_one_machine(tmp_path):
         env_b = ssh(shared, "cat /etc/rlinf/rlinf-b.env").stdout
         assert f"RLINF_NODE_RANK={len(hosts)}" in env_b.replace("'", ""), env_b
 
+        # The second node runs from the venv the first installed, and lists it as the first does.
+        assert VENV in manifest_paths(shared, "rlinf-ray-b"), manifest_paths(shared, "rlinf-ray-b")
+
         status, report = run_status(tmp_path, inventory=inventory)
         assert status.rc == 0 and report["ok"], report["problems"]
         assert [(n["name"], n["rank"], n["state"]) for n in report["nodes"]] == [
             *((name, rank, "ALIVE") for rank, name in enumerate(names)),
             (second, len(hosts), "ALIVE"),
         ]
+
+        # Purge the venv's installer first: the second node keeps the venv and the token, and its raylet
+        # still starts a Ray worker from that venv (an actor pinned to each node of the machines' addresses).
+        first = run_playbook(
+            "teardown.yml",
+            tmp_path,
+            inventory=inventory,
+            limit=shared_name,
+            extravars={"teardown_purge": True, "teardown_confirm": "yes"},
+        )
+        assert first.rc == 0, first.stdout[-3000:]
+        said = " ".join(first.stdout.split())
+        kept = said.split(f"{shared_name}: kept ", 1)[-1].split(": another Ray node of this machine lists them too")[0]
+        assert set(kept.split(", ")) == {VENV, "/etc/rlinf/ray-auth-token"}, said[-3000:]
+        assert units_active(shared) == {"rlinf-ray": "inactive", "rlinf-ray-b": "active"}
+        assert ssh(shared, f"test -x {VENV}/bin/ray && ls /etc/rlinf/rlinf.env", check=False).stdout == ""
+        wait_for_alive(hosts[names[0]], len(hosts))
+        back = run_playbook("site.yml", tmp_path, inventory=inventory)
+        assert back.rc == 0, back.stdout[-3000:]
+        assert units_active(shared) == {"rlinf-ray": "active", "rlinf-ray-b": "active"}
+        assert VENV in manifest_paths(shared, "rlinf-ray"), manifest_paths(shared, "rlinf-ray")
 
         # Tear down the second node alone: the machine's first Ray node keeps running.
         down = run_playbook("teardown.yml", tmp_path, inventory=inventory, limit=second)
@@ -74,7 +108,8 @@ def test_two_ray_nodes_on_one_machine(tmp_path):
         )
         assert purge.rc == 0, purge.stdout[-3000:]
     said = " ".join(purge.stdout.split())
-    assert "kept /etc/rlinf/ray-auth-token: another Ray node of this machine lists them too" in said, said[-3000:]
+    kept = said.split(f"{second}: kept ", 1)[-1].split(": another Ray node of this machine lists them too")[0]
+    assert set(kept.split(", ")) == {VENV, "/etc/rlinf/ray-auth-token"}, said[-3000:]
     assert ssh(shared, token_digest).stdout == token_before
     left = ssh(
         shared,

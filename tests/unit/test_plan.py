@@ -416,13 +416,30 @@ def test_ray_nodes_sharing_a_machine_share_its_venv_and_firewall_installed_once(
     assert plan["nodes"]["h"]["peer_manifests"] == []
     assert plan["nodes"]["w1"]["peer_manifests"] == [manifests["b"]]
     assert plan["nodes"]["b"]["peer_manifests"] == [manifests["w1"]]
-    # The venv exists (the first node installed it): only that node lists it in its manifest, so
-    # purging the other Ray node of the machine keeps it.
+    # The venv exists (the first node installed it): the other Ray node of the machine, which runs from it,
+    # lists it too (adopt, recorded with its files), so purging either node keeps it while the other runs.
     venv = {key: {"exists": True, "kind": "dir", "ours": True} for key in ("venv", "wheelhouse")}
     shared = probe("10.0.0.2", paths=venv)
     out = P.resolve(plan, {"h": probe("10.0.0.1", paths=venv), "w1": shared, "b": shared})
     assert out["nodes"]["w1"]["own_trees"] and out["nodes"]["w1"]["adopt"]
-    assert out["nodes"]["b"]["own_trees"] == [] and out["nodes"]["b"]["adopt"] == []
+    assert out["nodes"]["b"]["own_trees"] == []
+    assert out["nodes"]["b"]["adopt"] == [{"path": "/opt/rlinf/venv", "kind": "venv"}]
+    # Once listed there, nothing more to list; a node of another machine never lists it.
+    listed = probe("10.0.0.2", paths=venv, manifest=[{"path": "/opt/rlinf/venv", "kind": "venv"}])
+    out = P.resolve(plan, {"h": probe("10.0.0.1", paths=venv), "w1": shared, "b": listed})
+    assert out["nodes"]["b"]["adopt"] == [] and out["nodes"]["h"]["adopt"] == out["nodes"]["w1"]["adopt"]
+    # Without the installing node in the run (--limit), it does not know whether the venv is ours: not listed.
+    out = P.resolve(plan, {"h": probe("10.0.0.1", paths=venv), "b": shared})
+    assert out["nodes"]["b"]["adopt"] == []
+    # A venv that is not ours (outside our project directories, not listed by the installing node) neither.
+    hv["w1"]["rlinf_venv_dir"] = hv["b"]["rlinf_venv_dir"] = "/var/lib/rlinf/venv"
+    theirs = probe(
+        "10.0.0.2", paths={"venv": {"path": "/var/lib/rlinf/venv", "exists": True, "kind": "dir", "is_venv": True}}
+    )
+    out = P.resolve(P.static_plan(groups, hv), {"h": probe("10.0.0.1"), "w1": theirs, "b": theirs})
+    assert [t["path"] for t in out["nodes"]["w1"]["own_trees"]] == ["/opt/rlinf/wheelhouse"]
+    assert out["nodes"]["b"]["adopt"] == []
+    del hv["w1"]["rlinf_venv_dir"]
     hv["b"]["rlinf_venv_dir"] = "/opt/rlinf/venv-b"
     assert P.static_plan(groups, hv)["nodes"]["b"]["installs_venv"] is True
     del hv["b"]["rlinf_env_profile_script"]

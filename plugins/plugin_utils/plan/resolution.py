@@ -120,8 +120,8 @@ def _owned_trees(node: Mapping, probe: Mapping, wheelhouse: bool) -> dict:
     re-listed in the manifest after each install (``own_wheelhouse`` also before the push, so a
     failed install leaves it ours); ``adopt`` are an earlier install's to list now: a venv under
     our project directories, a wheelhouse only while it is empty (preflight refuses a full one
-    that is not ours: it is somebody's data). On a machine several Ray nodes share, only the one
-    that installs the venv owns it: purging another of them keeps it."""
+    that is not ours: it is somebody's data). On a machine several Ray nodes share, the one that
+    installs the venv owns it here; the others list it once it is installed (_list_the_machines_venv_too)."""
     if not node.get("installs_venv", True):
         return {"own_trees": [], "adopt": [], "own_wheelhouse": []}
     recorded = {entry.get("path") for entry in probe.get("manifest") or []}
@@ -141,6 +141,24 @@ def _owned_trees(node: Mapping, probe: Mapping, wheelhouse: bool) -> dict:
                 adopt.append({"path": path, "kind": kind})
     wheels = [tree for tree in own if wheelhouse and tree["path"] == node["paths"]["wheelhouse"]]
     return {"own_trees": own, "adopt": adopt, "own_wheelhouse": wheels}
+
+
+def _list_the_machines_venv_too(resolved: dict, probes: Mapping[str, Mapping]) -> None:
+    """A Ray node that runs from the venv another Ray node of its machine installs for both lists it too
+    (``adopt``, recorded with its files after that install): each purge then keeps the venv while the other
+    node lists it, and the last of them removes it. Only a venv that node lists or installs as ours, and
+    only when it is in this run (it decides whether the venv is ours)."""
+    owners = {
+        (node["machine"], node["paths"]["venv"]): node for node in resolved.values() if node.get("installs_venv", True)
+    }
+    for name, node in resolved.items():
+        venv = node["paths"]["venv"]
+        owner = owners.get((node["machine"], venv))
+        if node.get("installs_venv", True) or owner is None or "adopt" not in node:
+            continue
+        listed = {entry.get("path") for entry in probes[name].get("manifest") or []}
+        if venv not in listed and any(tree["path"] == venv for tree in owner.get("own_trees", [])):
+            node["adopt"] = [*node["adopt"], {"path": venv, "kind": "venv"}]
 
 
 # Directories a role fills and lists in the manifest as ours (purge removes what they hold), the
@@ -445,6 +463,7 @@ def resolve(plan: Mapping, probes: Mapping[str, Mapping], purpose: str = "site")
             )
         resolved[name] = entry
 
+    _list_the_machines_venv_too(resolved, probes)
     if purpose == "site":
         _host_firewall_problems(resolved, probes, bool(cluster["firewall"]), problems)
 
