@@ -302,6 +302,19 @@ def run_playbook(
     return PlaybookRun(runner)
 
 
+def purge_node(tmp_path: Path, inventory: Path, host: str) -> PlaybookRun:
+    """teardown.yml -e teardown_purge=true (confirmed) on one host of ``inventory``; it must pass."""
+    run = run_playbook(
+        "teardown.yml",
+        tmp_path,
+        inventory=inventory,
+        limit=host,
+        extravars={"teardown_purge": True, "teardown_confirm": "yes"},
+    )
+    assert run.rc == 0, run.stdout[-3000:]
+    return run
+
+
 def run_status(tmp_path, inventory=LAB_INVENTORY, **extravars):
     """status.yml and the JSON report it wrote."""
     report = tmp_path / f"report-{time.monotonic_ns()}.json"

@@ -9,7 +9,7 @@ restored afterwards."""
 from __future__ import annotations
 
 import pytest
-from lab_helpers import lab_hosts, run_playbook, run_status, ssh, write_inventory
+from lab_helpers import lab_hosts, purge_node, run_playbook, run_status, ssh, write_inventory
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
@@ -65,14 +65,7 @@ def test_compute_and_control_nodes_on_one_machine(tmp_path):
             (name, rank, "ALIVE") for rank, name in enumerate(expected)
         ]
     finally:
-        purge = run_playbook(
-            "teardown.yml",
-            tmp_path,
-            inventory=inventory,
-            limit=control,
-            extravars={"teardown_purge": True, "teardown_confirm": "yes"},
-        )
-        assert purge.rc == 0, purge.stdout[-3000:]
+        purge_node(tmp_path, inventory, control)
         # The lab's own cluster again: the head back on the default venv and temp dir.
         back = run_playbook("site.yml", tmp_path, extravars={"rlinf_allow_restart": True})
         assert back.rc == 0, back.stdout[-3000:]

@@ -11,7 +11,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from lab_helpers import VENV, lab_hosts, run_playbook, run_status, ssh, wait_for_alive, write_inventory
+from lab_helpers import (
+    VENV,
+    lab_hosts,
+    purge_node,
+    run_playbook,
+    run_status,
+    ssh,
+    wait_for_alive,
+    write_inventory,
+)
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
@@ -36,6 +45,14 @@ def manifest_paths(address: str, unit: str) -> list[str]:
     """The paths a Ray node's manifest lists."""
     found = ssh(address, f"cat /etc/rlinf/state/{unit}.manifest.json").stdout
     return [entry["path"] for entry in json.loads(found)["entries"]]
+
+
+def purge(tmp_path, inventory, host: str) -> tuple[set[str], str]:
+    """teardown.yml -e teardown_purge=true on one Ray node: the paths it kept because another Ray node of the
+    machine lists them, and its output on one line."""
+    said = " ".join(purge_node(tmp_path, inventory, host).stdout.split())
+    kept = said.split(f"{host}: kept ", 1)[-1].split(": another Ray node of this machine lists them too")[0]
+    return set(kept.split(", ")), said
 
 
 def test_two_ray_nodes_on_one_machine(tmp_path):
@@ -71,17 +88,8 @@ def test_two_ray_nodes_on_one_machine(tmp_path):
 
         # Purge the venv's installer first: the second node keeps the venv and the token, and its raylet
         # still starts a Ray worker from that venv (an actor pinned to each node of the machines' addresses).
-        first = run_playbook(
-            "teardown.yml",
-            tmp_path,
-            inventory=inventory,
-            limit=shared_name,
-            extravars={"teardown_purge": True, "teardown_confirm": "yes"},
-        )
-        assert first.rc == 0, first.stdout[-3000:]
-        said = " ".join(first.stdout.split())
-        kept = said.split(f"{shared_name}: kept ", 1)[-1].split(": another Ray node of this machine lists them too")[0]
-        assert set(kept.split(", ")) == {VENV, "/etc/rlinf/ray-auth-token"}, said[-3000:]
+        kept, said = purge(tmp_path, inventory, shared_name)
+        assert kept == {VENV, "/etc/rlinf/ray-auth-token"}, said[-3000:]
         assert units_active(shared) == {"rlinf-ray": "inactive", "rlinf-ray-b": "active"}
         assert ssh(shared, f"test -x {VENV}/bin/ray && ls /etc/rlinf/rlinf.env", check=False).stdout == ""
         wait_for_alive(hosts[names[0]], len(hosts))
@@ -99,17 +107,8 @@ def test_two_ray_nodes_on_one_machine(tmp_path):
         assert status.rc == 0 and report["ok"], report["problems"]
         assert report["extra"] == [], report["extra"]
     finally:
-        purge = run_playbook(
-            "teardown.yml",
-            tmp_path,
-            inventory=inventory,
-            limit=second,
-            extravars={"teardown_purge": True, "teardown_confirm": "yes"},
-        )
-        assert purge.rc == 0, purge.stdout[-3000:]
-    said = " ".join(purge.stdout.split())
-    kept = said.split(f"{second}: kept ", 1)[-1].split(": another Ray node of this machine lists them too")[0]
-    assert set(kept.split(", ")) == {VENV, "/etc/rlinf/ray-auth-token"}, said[-3000:]
+        kept, said = purge(tmp_path, inventory, second)
+    assert kept == {VENV, "/etc/rlinf/ray-auth-token"}, said[-3000:]
     assert ssh(shared, token_digest).stdout == token_before
     left = ssh(
         shared,
