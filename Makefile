@@ -57,7 +57,10 @@ host:
 image: host
 	bash lab/build-image.sh
 
-lab-up: image venv
+# The lab image (debootstrap: mostly the mirror and dpkg, one core) and the controller venv (pip) build
+# side by side once the host has its packages: on a fresh machine that is about 40 s less of make lab.
+lab-up: host
+	$(MAKE) -j2 --output-sync=target image venv
 	$(BIN)/python lab/lab.py up --nodes $(LAB_NODES)
 
 # The lab's wheelhouse starts as the copy this machine keeps, and that copy gets what site.yml downloaded

@@ -38,7 +38,7 @@ def head_address(record):
 
 
 class GcsRead:
-    """One GCS read in a child process: ``start`` it, do the other reads, then ``result``."""
+    """One GCS read in a child process, started when made: make it, do the other reads, then ``result``."""
 
     def __init__(self, python, address, ray_env, timeout=10):
         self.address = address

@@ -97,7 +97,7 @@ if __name__ == "__main__":
 
 
 class VersionRead:
-    """The manifest read in a child process: ``start`` it, do the other reads, then ``result``."""
+    """The manifest read in a child process, started when made: make it, do the other reads, then ``result``."""
 
     def __init__(self, python, easytier_dir):
         self.read = ChildRead([python, "-c", MANIFEST_PROBE, easytier_dir])
