@@ -8,11 +8,12 @@ mkdir -p .lab
 status=0
 for step in "$@"; do
   log=.lab/step-$step.log
-  before=$(ls .lab/failed 2>/dev/null | wc -l)
+  before=$(ls .lab/failed 2>/dev/null)
   if ! bash lab/timed.sh "$step" "${MAKE:-make}" --no-print-directory "$step" 2>&1 | tee "$log"; then
     status=1
-    # A step that already kept its own excerpt (molecule's scenarios) is not cut twice.
-    if [[ $(ls .lab/failed 2>/dev/null | wc -l) == "$before" ]]; then
+    # A step that already kept its own excerpt (molecule's scenarios: molecule-NAME.txt) is not cut twice;
+    # another stream's excerpts, made meanwhile, do not count.
+    if ! comm -13 <(echo "$before") <(ls .lab/failed 2>/dev/null) | grep -q "^$step"; then
       bash lab/failure-excerpt.sh "$step" "$log"
     fi
   fi
