@@ -177,9 +177,8 @@ test-fleet: host venv
 # (lab/steps.sh): one run says every step that fails.
 #   scenarios: molecule's and the fleet's, on labs of their own; Ray runs there, so at the lab suite's priority.
 #   checks:    what needs no host (lint-static, unit, controller) and ansible-test sanity, at nice 10: pure CPU
-#              with no deadline, it takes the cores whenever the labs wait on Ray, a timeout or a restart,
-#              instead of ending early and leaving those waits idle.
-# checks-and-scenarios: the two, one after the other (no lab suite).
+#              with no deadline, it yields the cores to the Ray clusters of the other two streams.
+# checks-and-scenarios: the two, one after the other (no lab suite); -k: a failing stream does not stop the other.
 scenarios:
 	+MAKE="$(MAKE)" bash lab/steps.sh molecule test-fleet
 
@@ -187,7 +186,7 @@ checks:
 	+MAKE="$(MAKE)" nice -n 10 bash lab/steps.sh lint-static unit controller sanity
 
 checks-and-scenarios:
-	+MAKE="$(MAKE)" bash lab/steps.sh lint-static unit controller sanity molecule test-fleet
+	+$(MAKE) -j1 -k --no-print-directory checks scenarios
 
 # The lab suite (on two labs) is the longest stream: it starts first, and the other two run beside it
 # (they share no host, and most of a lab test is waiting for Ray, not CPU). Its lab is up before the
