@@ -189,8 +189,8 @@ checks-and-scenarios:
 	+$(MAKE) -j1 -k --no-print-directory checks scenarios
 
 # The lab suite (on two labs) is the longest stream: it starts first, and the other two run beside it
-# (they share no host, and most of a lab test is waiting for Ray, not CPU). Its lab is up before the
-# streams start, so no job slot leaves it waiting for another stream.
+# (they share no host). Its lab is up before the streams start, so no job slot leaves it waiting for
+# another stream.
 test: venv
 	rm -rf .lab/failed
 	bash lab/timed.sh lab-up $(MAKE) lab-up

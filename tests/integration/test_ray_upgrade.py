@@ -1,9 +1,10 @@
 """A Ray version change in the lab, between two versions of the package index: a pin the index
-does not have is refused on the controller before any node changes; a new pin builds its
-wheelhouse on the controller (in this test), installs on every node by the lock's hashes
-(python_env_require_hashes), restarts each node's Ray exactly once (head, then workers), and the
-check proves every node runs it; back to the lab's pin the same way. A wheel changed on a node
-after the push is refused there by pip. Leaves the lab on its own pin."""
+does not have is refused on the controller before any node changes; a dry run of a new pin
+(site.yml --check) builds its wheelhouse on the controller, names every node's restart and changes
+nothing; the pin then installs on every node by the lock's hashes (python_env_require_hashes),
+restarts each node's Ray exactly once (head, then workers), and the check proves every node runs it;
+back to the lab's pin the same way. A wheel changed on a node after the push is refused there by pip.
+Leaves the lab on its own pin."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 
 import pytest
 from lab_helpers import lab_hosts, run_playbook, run_status, ssh, wait_for_alive
+from test_check_mode import dry_run_of_a_change
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("cluster")]
 
@@ -72,6 +74,10 @@ def test_a_missing_pin_is_refused_before_any_node_changes(tmp_path):
     assert {ip: n["node_id"] for ip, n in wait_for_alive(head, len(hosts)).items()} == before
     for address in hosts.values():
         assert ssh(address, VERSION).stdout.strip() == LAB_PIN
+
+
+def test_dry_run_of_a_new_pin_names_the_restarts_and_changes_nothing(tmp_path):
+    dry_run_of_a_change(tmp_path, lab_hosts(), rlinf_ray_version=OTHER)
 
 
 def test_a_new_pin_installs_everywhere_and_restarts_each_node_once(tmp_path):
