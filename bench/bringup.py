@@ -268,6 +268,21 @@ def targets(figures: dict) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def cpu_ratios(figures: dict) -> list[tuple[str, float, float]]:
+    """(size, site.yml's CPU s, the raw script's) from stopped Ray, lab hosts and controller together.
+
+    The lab's hosts and the controller share this machine's cores, so a bring-up is bound by CPU and
+    its wall-time ratio to the raw script comes close to this one: what site.yml adds to Ray's own start."""
+    pairs = [("life-cycle lab", figures.get("restart"), figures.get("raw"))]
+    sizes = sorted(int(step.split()[1]) for step in figures if step.startswith("bring-up "))
+    pairs += [(f"{n} nodes", figures[f"bring-up {n} nodes"], figures.get(f"raw {n} nodes")) for n in sizes]
+
+    def total(figure: dict) -> float:
+        return round(figure["node cpu"] + figure["controller cpu"], 1)
+
+    return [(size, total(bringup), total(raw)) for size, bringup, raw in pairs if bringup and raw]
+
+
 def report(figures: dict, path: Path) -> None:
     print(f"{'step':<22} {'seconds':>8} {'changed':>8} {'node cpu':>9} {'ctl cpu':>8}")
     for step, figure in figures.items():
@@ -279,6 +294,9 @@ def report(figures: dict, path: Path) -> None:
         if step.startswith("bring-up ") and figure.get("controller cpu") not in (None, ""):
             count = int(step.split()[1])
             print(f"  {count:>3} nodes  {figure['controller cpu'] / count:6.2f} s/host")
+    print("\nCPU seconds (lab hosts and controller), site.yml from stopped Ray / the raw script:")
+    for size, ours, raw in cpu_ratios(figures):
+        print(f"  {size:<15} {ours:6.1f} / {raw:5.1f} = {ours / raw:.2f}x")
     for step in ("no-op", "restart"):
         print(f"\nslowest tasks of {step} (profile_tasks):")
         for task in figures[step]["slowest"]:

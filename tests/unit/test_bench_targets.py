@@ -32,3 +32,13 @@ def test_each_target_is_its_figure_against_its_bound():
 def test_a_fast_no_op_that_changed_something_misses_its_target():
     rows = bringup.targets({"no-op": {"seconds": 3.0, "changed": 2}})
     assert rows == [("no-op site.yml", "3.0 s, changed=2", "<= 5.0 s, changed=0", "NO")]
+
+
+def test_cpu_ratios_add_the_hosts_and_the_controller_for_each_size():
+    figures = {
+        "raw": {"seconds": 9.2, "node cpu": 11.5, "controller cpu": 0.8},
+        "restart": {"seconds": 13.6, "node cpu": 14.4, "controller cpu": 4.3},
+        "raw 8 nodes": {"seconds": 15.1, "node cpu": 24.0, "controller cpu": 1.0},
+        "bring-up 8 nodes": {"seconds": 23.9, "node cpu": 33.6, "controller cpu": 6.1},
+    }
+    assert bringup.cpu_ratios(figures) == [("life-cycle lab", 18.7, 12.3), ("8 nodes", 39.7, 25.0)]
