@@ -143,10 +143,10 @@ options:
       - Paths other tasks created to add to the manifest (C(path), C(kind) of file, dir, tree or venv).
       - A C(tree) is removed file by file as listed when recorded (what others added stays); a C(venv) is ours as
         a whole and goes with what was pip-installed into it, while it still has its C(pyvenv.cfg).
+      - A path recorded before the task that creates it (an interrupted run leaves it listed) gets its missing
+        parent directories now (O(dir_mode)), listed before it, so purge removes them after it when they are empty.
       - With C(new_only=true), a path is recorded only when it does not exist yet, is listed already, or is a file
-        carrying the C(Managed by) header; a path that was there before rlinf-ansible is never adopted. Meant for
-        a path recorded before the task that creates it (an interrupted run leaves it listed); its missing parent
-        directories are created now (O(dir_mode)) and listed before it.
+        carrying the C(Managed by) header; a path that was there before rlinf-ansible is never adopted.
     type: list
     elements: dict
     default: []
@@ -363,15 +363,15 @@ class Files:
         if not isinstance(path, str) or not path.startswith("/") or kind not in KINDS:
             self.module.fail_json(msg=f"record: {spec!r} needs an absolute path and a kind of {', '.join(KINDS)}.")
         tree = kind in ("tree", "venv") and os.path.isdir(path) and not self.module.check_mode
-        if tree:
-            # The manifest's own directories are ours too, listed before the tree so that purge
-            # (newest first) removes the tree while its file list is still there.
+        if kind in ("tree", "venv") and not self.module.check_mode:
+            # The manifest's own directories are ours too, listed before the tree (even one not made
+            # yet) so that purge (newest first) removes the tree while its file list is still there.
             self.ensure_parents(self.manifest)
-        if spec.get("new_only"):
-            if self._there_before(path):
-                return
-            # Its missing parents are made now (0755) and listed before it, so purge removes them after it.
-            self.ensure_parents(path)
+        if spec.get("new_only") and self._there_before(path):
+            return
+        # Recorded before the task that creates it: its missing parents are made now and listed before it, so
+        # purge removes them after it (the tool that creates the path would make them unlisted).
+        self.ensure_parents(path)
         self.add(path, kind, spec.get("tag", ""))
         if tree:
             listing = "\n".join(tree_files(path)) + "\n"

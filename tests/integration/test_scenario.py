@@ -40,6 +40,8 @@ INSTALLED = (
     "/opt/rlinf/venv /opt/rlinf/wheelhouse /etc/rlinf/rlinf.env /etc/rlinf/ray-auth-token"
     f" /etc/systemd/system/rlinf-ray.service /etc/profile.d/rlinf.sh /etc/rlinf/state {CODE_DEST}"
 )
+# Where site.yml puts its files; on fresh hosts it makes both.
+PROJECT_DIRS = ("/opt/rlinf", "/etc/rlinf")
 # Stands in for sudo on the controller: refuses, as sudo without a password does.
 CONTROLLER_SUDO = """#!/bin/sh
 echo "sudo: a password is required (the controller's sudo; a controller-side task asked for become)" >&2
@@ -236,3 +238,6 @@ def test_purge_removes_what_we_installed(tmp_path, hosts):
         assert ray_processes(address) == [], f"Ray still runs on {name}"
         gone = ssh(address, f"ls -d {INSTALLED}", check=False)
         assert gone.returncode != 0 and gone.stdout == "", f"purge left files on {name}: {gone.stdout}"
+        # The directories site.yml made on these fresh hosts go too: nothing else is in them.
+        left = ssh(address, f"ls -d {' '.join(PROJECT_DIRS)}", check=False)
+        assert left.returncode != 0 and left.stdout == "", f"purge left {left.stdout.split()} on {name}"

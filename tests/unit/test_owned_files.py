@@ -301,6 +301,47 @@ def test_new_only_lists_the_missing_parents_first_so_purge_removes_them_after_th
     assert not (tree["root"] / "opt").exists()
 
 
+def test_a_venv_listed_before_it_is_created_lists_its_missing_parents_and_purge_removes_them_once_empty(tree):
+    """python_env lists the venv before `python -m venv` runs: the directory above it (/opt/rlinf) is then
+    ours too, and goes with the venv."""
+    venv = tree["root"] / "opt" / "rlinf" / "venv"
+    first = run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "venv"}]})
+    assert venv.parent.is_dir() and not venv.exists()
+    assert first["created"][-3:] == [str(venv.parent.parent), str(venv.parent), str(venv)]
+    recorded = [e["path"] for e in read_manifest(tree["manifest"])]
+    assert recorded.index(str(venv.parent)) < recorded.index(str(venv))
+    make_venv(venv.parent)
+    run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "venv"}]})
+    run({"manifest": tree["manifest"], "state": "absent"})
+    assert not (tree["root"] / "opt").exists()
+
+
+def test_a_tree_listed_before_it_is_created_is_removed_by_purge_with_its_parents(tree):
+    """The wheelhouse is listed before its directory is made and again after the push: purge still
+    finds its file list (the manifest's directories are listed before it) and removes it all."""
+    wheelhouse = tree["root"] / "opt" / "rlinf" / "wheelhouse"
+    run({"manifest": tree["manifest"], "record": [{"path": str(wheelhouse), "kind": "tree"}]})
+    recorded = [e["path"] for e in read_manifest(tree["manifest"])]
+    assert recorded.index(os.path.dirname(tree["manifest"])) < recorded.index(str(wheelhouse))
+    wheelhouse.mkdir()
+    (wheelhouse / "ray-2.59.0.whl").write_text("wheel")
+    run({"manifest": tree["manifest"], "record": [{"path": str(wheelhouse), "kind": "tree"}]})
+    result = run({"manifest": tree["manifest"], "state": "absent"})
+    assert result["kept"] == [] and not (tree["root"] / "opt").exists()
+    assert not (tree["root"] / "etc").exists()
+
+
+def test_a_listed_parent_that_holds_user_data_stays_with_it(tree):
+    venv = tree["root"] / "opt" / "rlinf" / "venv"
+    run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "venv"}]})
+    make_venv(venv.parent)
+    (venv.parent / "checkpoints").mkdir()
+    (venv.parent / "checkpoints" / "ckpt.txt").write_text("step-100")
+    result = run({"manifest": tree["manifest"], "state": "absent"})
+    assert not venv.exists() and (venv.parent / "checkpoints" / "ckpt.txt").read_text() == "step-100"
+    assert str(venv.parent) in result["kept"]
+
+
 @pytest.mark.parametrize("listed", [True, False], ids=["secret_values", "content-only"])
 def test_the_logged_invocation_masks_each_secret_value_listed(tree, monkeypatch, listed):
     """AnsibleModule logs its arguments to the node's journal; it masks a secret_files content only as

@@ -117,10 +117,11 @@ def _in_project_dir(path: str) -> bool:
 
 def _owned_trees(node: Mapping, probe: Mapping, wheelhouse: bool) -> dict:
     """The directories a tool fills for us (the venv, the wheelhouse copy): ``own_trees`` are
-    re-listed in the manifest after each install (``own_wheelhouse`` also before the push, so a
-    failed install leaves it ours); ``adopt`` are an earlier install's to list now: a venv under
-    our project directories, a wheelhouse only while it is empty (preflight refuses a full one
-    that is not ours: it is somebody's data). On a machine several Ray nodes share, the one that
+    listed in the manifest before the install (with their missing parents, /opt/rlinf) and after
+    it (``own_wheelhouse`` before and after the push), so a failed install leaves them ours;
+    ``adopt`` are an earlier install's to list now: a venv under our project directories, a
+    wheelhouse only while it is empty (preflight refuses a full one that is not ours: it is
+    somebody's data). On a machine several Ray nodes share, the one that
     installs the venv owns it here; the others list it once it is installed (_list_the_machines_venv_too)."""
     if not node.get("installs_venv", True):
         return {"own_trees": [], "adopt": [], "own_wheelhouse": []}
