@@ -311,7 +311,12 @@ class Files:
     def ensure_parents(self, path, record=True):
         for directory in missing_parents(path):
             if not self.module.check_mode:
-                os.mkdir(directory, int(self.params["dir_mode"], 8))
+                try:
+                    os.mkdir(directory, int(self.params["dir_mode"], 8))
+                except FileExistsError:
+                    # Made between our look and our mkdir (another Ray node of this machine, as a
+                    # rule): not ours, so not listed; that node's manifest lists it.
+                    continue
             if record:
                 self.add(directory, "dir")
 

@@ -551,3 +551,22 @@ def test_the_manifest_is_required():
 )
 def test_what_a_venv_gained_is_named_by_package_else_by_top_directory(files, names):
     assert mod.installed_since(files) == names
+
+
+def test_a_parent_made_by_another_node_after_our_look_is_not_listed_and_the_record_goes_on(tree, monkeypatch):
+    """Two Ray nodes of one machine record their venvs at the same moment: the one whose mkdir loses the
+    race neither fails nor lists the directory the other made."""
+    venv = tree["root"] / "opt" / "rlinf" / "venv"
+    real_mkdir = os.mkdir
+
+    def mkdir_losing_the_race(path, mode=0o777):
+        if path == str(venv.parent):
+            real_mkdir(path, mode)
+            raise FileExistsError(17, "File exists", path)
+        real_mkdir(path, mode)
+
+    monkeypatch.setattr(mod.os, "mkdir", mkdir_losing_the_race)
+    result = run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "venv"}]})
+    recorded = [e["path"] for e in read_manifest(tree["manifest"])]
+    assert str(venv) in recorded and str(venv.parent.parent) in recorded
+    assert str(venv.parent) not in recorded and str(venv.parent) not in result["created"]
