@@ -42,3 +42,14 @@ def test_cpu_ratios_add_the_hosts_and_the_controller_for_each_size():
         "bring-up 8 nodes": {"seconds": 23.9, "node cpu": 33.6, "controller cpu": 6.1},
     }
     assert bringup.cpu_ratios(figures) == [("life-cycle lab", 18.7, 12.3), ("8 nodes", 39.7, 25.0)]
+
+
+def test_changed_count_adds_the_play_recap_of_every_host():
+    stdout = (
+        "TASK [x] ***\nchanged: [head]\n\nPLAY RECAP *********\n"
+        "head                       : ok=35   changed=2    unreachable=0    failed=0    skipped=23\n"
+        "worker1                    : ok=24   changed=1    unreachable=0    failed=0    skipped=8\n"
+        "worker2                    : ok=24   changed=0    unreachable=0    failed=0    skipped=8\n"
+        "\nTASKS RECAP ****\nMonday 07 December 2026  12:31:26 +0000 (0:00:00.026)       0:00:05.225 ***\n"
+    )
+    assert bringup.changed_count(stdout) == 3
