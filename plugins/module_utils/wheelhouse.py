@@ -107,6 +107,22 @@ def lock_files(text: str) -> dict[str, str]:
     return files
 
 
+# Characters rsync reads as a pattern in an --include rule; no wheel or lock name has them.
+_RSYNC_PATTERN_CHARS = frozenset("*?[\\/\n")
+
+
+def push_rsync_opts(locks: dict[str, str]) -> list[str]:
+    """rsync options that push one set of a platform's wheelhouse: ``locks`` maps each lock's file name to
+    its text; the locks and the wheels they list go, nothing else of the controller's directory (the sets
+    of other pins and packages it keeps). The node's copy loses every other file (``--delete-excluded``:
+    that directory is all ours). Raises ValueError for a name rsync would read as a pattern."""
+    names = sorted({*locks, *(wheel for text in locks.values() for wheel in lock_files(text))})
+    odd = [name for name in names if _RSYNC_PATTERN_CHARS & set(name)]
+    if not names or odd:
+        raise ValueError(f"no lock to push, or file names rsync would read as patterns: {odd}")
+    return [*(f"--include=/{name}" for name in names), "--exclude=*", "--delete-excluded"]
+
+
 def _sha256(path: str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

@@ -580,6 +580,7 @@ RUNTIME_VARS = frozenset(
         "python_env_resolved_no_deps",
         "python_env_failed",
         "python_env_pip",
+        "python_env_push_src",
         "ray_auth_cluster_token",
         "ray_auth_node_token",
         "ray_auth_source",

@@ -2,7 +2,8 @@
 does not have is refused on the controller before any node changes; a dry run of a new pin
 (site.yml --check) builds its wheelhouse on the controller, names every node's restart and changes
 nothing; the pin then installs on every node by the lock's hashes (python_env_require_hashes),
-restarts each node's Ray exactly once (head, then workers), and the check proves every node runs it;
+restarts each node's Ray exactly once (head, then workers), and the check proves every node runs it; the
+nodes' wheelhouse then holds that pin's set alone (the controller keeps both);
 back to the lab's pin the same way. A wheel changed on a node after the push is refused there by pip.
 Leaves the lab on its own pin."""
 
@@ -53,6 +54,10 @@ def change_pin(hosts, version, tmp_path):
         assert argv[-3:-1] == ["--require-hashes", "-r"] and argv[-1].startswith(f"{WHEELHOUSE}/requirements-"), argv
         lock = ssh(address, f"cat {argv[-1]}").stdout
         assert f"\nray=={version} --hash=sha256:" in lock, (name, lock[:500])
+        # The node's wheelhouse holds this set alone: the lock and its wheels, not the other pin's.
+        held = set(ssh(address, f"ls -A {WHEELHOUSE}").stdout.split())
+        listed = {line.rsplit("  # ", 1)[1] for line in lock.splitlines() if "  # " in line}
+        assert held == {argv[-1].rsplit("/", 1)[1], *listed}, (name, sorted(held ^ listed))
     # One restart per node, every node on a new Ray node ID.
     for name, address in hosts.items():
         assert len(ray_starts_since(address, since)) == 1, (name, ray_starts_since(address, since))

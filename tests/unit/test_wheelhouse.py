@@ -1,13 +1,17 @@
 import hashlib
+import subprocess
 
 import pytest
+from ansible.errors import AnsibleFilterError
 
+from ansible_collections.rlinf.cluster.plugins.filter.wheelhouse import FilterModule
 from ansible_collections.rlinf.cluster.plugins.module_utils.wheelhouse import (
     lock_files,
     lock_state,
     lock_text,
     manylinux_platforms,
     pip_download_args,
+    push_rsync_opts,
     wheelhouse_key,
     wheelhouse_platforms,
 )
@@ -148,3 +152,46 @@ def test_a_missing_no_deps_lock_still_names_a_changed_wheel_of_the_set(tmp_path)
         str(tmp_path), {"deps": "requirements-s.lock", "no_deps": "requirements-s-no-deps.lock"}
     )
     assert not complete and len(problems) == 1 and sorted(WHEELS)[1] in problems[0], problems
+
+
+def _two_sets(controller):
+    """A platform directory holding two pins' sets that share a wheel, and pip's leftover dir."""
+    shared = {"aiohttp_cors-0.8.1-py3-none-any.whl": b"cors"}
+    new = {"ray-2.60.0-cp311-cp311-manylinux2014_x86_64.whl": b"ray 2.60", **shared}
+    old = {"ray-2.59.0-cp311-cp311-manylinux2014_x86_64.whl": b"ray 2.59", **shared}
+    (controller / "requirements-new.lock").write_text(lock_text(_report(controller, new)))
+    (controller / "requirements-old.lock").write_text(lock_text(_report(controller, old)))
+    (controller / ".resolve").mkdir()
+    return new, old
+
+
+def test_a_push_sends_the_sets_locks_and_wheels_and_the_node_drops_the_rest(tmp_path):
+    controller, node = tmp_path / "controller", tmp_path / "node"
+    controller.mkdir()
+    new, old = _two_sets(controller)
+    # The node's copy from the earlier pin (the push this replaces sent everything).
+    node.mkdir()
+    for name in ("requirements-old.lock", *old):
+        (node / name).write_bytes((controller / name).read_bytes())
+    opts = push_rsync_opts({"requirements-new.lock": (controller / "requirements-new.lock").read_text()})
+    assert opts[-2:] == ["--exclude=*", "--delete-excluded"]
+    subprocess.run(["rsync", "-a", "--delete", *opts, f"{controller}/", f"{node}/"], check=True)
+    assert sorted(p.name for p in node.iterdir()) == sorted(["requirements-new.lock", *new])
+    assert (node / "ray-2.60.0-cp311-cp311-manylinux2014_x86_64.whl").read_bytes() == b"ray 2.60"
+
+
+@pytest.mark.parametrize("name", ["ray-*.whl", "a/b.whl", "x[1].whl"])
+def test_a_name_rsync_would_read_as_a_pattern_is_refused(name):
+    with pytest.raises(ValueError, match="rsync would read as patterns"):
+        push_rsync_opts({"requirements-s.lock": f"ray==1 --hash=sha256:ab  # {name}\n"})
+
+
+def test_the_filter_reads_the_nodes_locks_on_the_controller_and_names_a_missing_one(tmp_path):
+    _two_sets(tmp_path)
+    filters = FilterModule().filters()
+    locks = {"deps": "/opt/rlinf/wheelhouse/requirements-new.lock", "no_deps": ""}
+    opts = filters["wheelhouse_push_opts"](str(tmp_path), locks)
+    assert "--include=/requirements-new.lock" in opts and "--include=/requirements-old.lock" not in opts
+    assert "--include=/ray-2.60.0-cp311-cp311-manylinux2014_x86_64.whl" in opts
+    with pytest.raises(AnsibleFilterError, match=f"lock {tmp_path}/requirements-gone.lock cannot be read"):
+        filters["wheelhouse_push_opts"](str(tmp_path), {"deps": "/x/requirements-gone.lock"})
