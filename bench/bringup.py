@@ -14,8 +14,8 @@ site.yml, and for each the ratio of the largest N to the smallest               
 The lab is LAB_NAME=rlinf-bench (10.89.79.0/24), sized for the largest N and removed at the
 end unless --keep; the default lab is not touched. Each playbook runs as `ansible-playbook`, as an
 operator types it, with the profile_tasks callback; the slowest tasks of each run are kept in the
-JSON. Each step also gets the CPU seconds the lab hosts (their cgroups) and the controller (child processes) spent: all
-lab hosts share this machine's cores, which real fleets do not.
+JSON. Each step also gets the CPU seconds the lab hosts (their cgroups) and the controller (child
+processes) spent: all lab hosts share this machine's cores, which real fleets do not.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Where a lab test's CPU goes: the controller's (this pytest process and what it ran: ansible-playbook,
-ssh) and the lab's containers' (their cgroups' cpu.stat), per test and per playbook run.
+ssh) and the lab's containers' (their cgroups' cpu.stat), per test, per playbook run and per repair of
+the lab (the site.yml run of a test that found the lab changed).
 
-RLINF_TEST_CPU_LOG=FILE appends one JSON line per test and per playbook run to FILE; the two
+RLINF_TEST_CPU_LOG=FILE appends one JSON line per test, playbook run and repair to FILE; the two
 streams of make test share two cores, so a test's CPU, not its wall time, says what it costs the
-suite. ``python cpu_account.py FILE`` sums them per module and per playbook.
+suite. ``python cpu_account.py FILE`` sums them per module, per playbook and per module that repaired.
 """
 
 from __future__ import annotations
@@ -71,15 +72,18 @@ def record(kind: str, name: str, before: tuple[float, float, float], after: tupl
 def report(path: str) -> str:
     modules: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0])
     playbooks: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0])
+    repairs: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0])
+    tables = {"test": modules, "playbook": playbooks, "repair": repairs}
     for line in Path(path).read_text().splitlines():
         entry = json.loads(line)
-        key = entry["name"].split("::")[0] if entry["kind"] == "test" else entry["name"]
-        sums = modules[key] if entry["kind"] == "test" else playbooks[key]
+        key = entry["name"].split("::")[0] if entry["kind"] in ("test", "repair") else entry["name"]
+        sums = tables[entry["kind"]][key]
         for i, field in enumerate(("wall", "controller", "nodes")):
             sums[i] += entry[field]
         sums[3] += 1
     out = []
-    for title, table in (("module", modules), ("playbook", playbooks)):
+    # A repair is also in its test's figures and among the site.yml runs: the lab as the module found it.
+    for title, table in (("module", modules), ("playbook", playbooks), ("repaired at the start of", repairs)):
         out.append(f"{title:<48} {'n':>4} {'wall':>8} {'ctl CPU':>8} {'node CPU':>8}")
         for key, (wall, ctl, nodes, n) in sorted(table.items(), key=lambda kv: -(kv[1][1] + kv[1][2])):
             out.append(f"{key[-48:]:<48} {n:>4} {wall:>8.0f} {ctl:>8.0f} {nodes:>8.0f}")

@@ -458,6 +458,8 @@ def lab_cluster(hosts: dict[str, str], tmp_path_factory) -> dict[str, str]:
     problems = cluster_problems(hosts)
     if not problems:
         return hosts
+    before = cpu_account.snapshot(lab_containers()) if cpu_account.LOG else None
+    found = problems
     run = run_playbook("site.yml", tmp_path_factory.mktemp("repair"))
     if run.rc != 0:
         pytest.fail(f"site.yml could not repair the lab ({'; '.join(problems)}):\n{run.stdout[-3000:]}")
@@ -467,6 +469,11 @@ def lab_cluster(hosts: dict[str, str], tmp_path_factory) -> dict[str, str]:
         if time.monotonic() > deadline:
             pytest.fail(f"the lab is still not the lab inventory's cluster after site.yml: {'; '.join(problems)}")
         time.sleep(3)
+    if before:
+        # Which test found the lab changed, and how: what the module before it left for this one to repair.
+        test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+        after = cpu_account.snapshot(lab_containers())
+        cpu_account.record("repair", f"{test}: {'; '.join(found)[:300]}", before, after)
     return hosts
 
 

@@ -560,10 +560,9 @@ def test_a_parent_made_by_another_node_after_our_look_is_not_listed_and_the_reco
     real_mkdir = os.mkdir
 
     def mkdir_losing_the_race(path, mode=0o777):
-        if path == str(venv.parent):
-            real_mkdir(path, mode)
-            raise FileExistsError(17, "File exists", path)
         real_mkdir(path, mode)
+        if path == str(venv.parent):  # the other node's mkdir came first
+            raise FileExistsError(17, "File exists", path)
 
     monkeypatch.setattr(mod.os, "mkdir", mkdir_losing_the_race)
     result = run({"manifest": tree["manifest"], "record": [{"path": str(venv), "kind": "venv"}]})
