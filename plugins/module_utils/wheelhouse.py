@@ -116,10 +116,12 @@ def push_rsync_opts(locks: dict[str, str]) -> list[str]:
     its text; the locks and the wheels they list go, nothing else of the controller's directory (the sets
     of other pins and packages it keeps). The node's copy loses every other file (``--delete-excluded``:
     that directory is all ours). Raises ValueError for a name rsync would read as a pattern."""
+    if not locks:
+        raise ValueError("no lock to push: the set has not been downloaded and resolved on the controller")
     names = sorted({*locks, *(wheel for text in locks.values() for wheel in lock_files(text))})
     odd = [name for name in names if _RSYNC_PATTERN_CHARS & set(name)]
-    if not names or odd:
-        raise ValueError(f"no lock to push, or file names rsync would read as patterns: {odd}")
+    if odd:
+        raise ValueError(f"file names rsync would read as patterns: {odd}")
     return [*(f"--include=/{name}" for name in names), "--exclude=*", "--delete-excluded"]
 
 

@@ -186,6 +186,11 @@ def test_a_name_rsync_would_read_as_a_pattern_is_refused(name):
         push_rsync_opts({"requirements-s.lock": f"ray==1 --hash=sha256:ab  # {name}\n"})
 
 
+def test_a_set_without_a_lock_is_refused():
+    with pytest.raises(ValueError, match="no lock to push"):
+        push_rsync_opts({})
+
+
 def test_the_filter_reads_the_nodes_locks_on_the_controller_and_names_a_missing_one(tmp_path):
     _two_sets(tmp_path)
     filters = FilterModule().filters()
