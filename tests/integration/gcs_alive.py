@@ -1,8 +1,8 @@
 """Run on the head with the node venv's Python and the nodes' environment (piped over SSH).
 
 Prints JSON: node ID (hex) -> IP of every node the GCS at argv[1] lists as ALIVE, asked with the RPC
-timeout argv[2] (seconds). One RPC and no driver: no job starts and no Ray worker process is spawned
-on any node.
+timeout argv[2] (seconds); with argv[3] "cpus", node ID -> [IP, the node's total CPU resource]. One RPC
+and no driver: no job starts and no Ray worker process is spawned on any node.
 """
 
 import json
@@ -35,4 +35,8 @@ with grpc.insecure_channel(sys.argv[1]) as channel:
         wait_for_ready=True,
     )
 # GcsNodeInfo.state: ALIVE is 0.
-print(json.dumps({node.node_id.hex(): node.node_manager_address for node in reply.node_info_list if node.state == 0}))
+alive = [node for node in reply.node_info_list if node.state == 0]
+if sys.argv[3:] == ["cpus"]:
+    print(json.dumps({n.node_id.hex(): [n.node_manager_address, n.resources_total.get("CPU", 0)] for n in alive}))
+else:
+    print(json.dumps({node.node_id.hex(): node.node_manager_address for node in alive}))

@@ -354,14 +354,27 @@ def probe_cluster(head_address: str, port: int = 6379, ray_address: str | None =
 def wait_for_alive(
     head_address: str, count: int, timeout: float = 90, ray_address: str | None = None
 ) -> dict[str, dict]:
+    """probe_cluster once ``count`` nodes run its actors. While the head's GCS lists another number of
+    ALIVE addresses, it asks the GCS alone (gcs_alive: 0.2 CPU s against 3 for a probe, which starts a
+    Ray worker on every node)."""
     deadline = time.monotonic() + timeout
     nodes: dict[str, dict] = {}
     while time.monotonic() < deadline:
-        nodes = probe_cluster(head_address, ray_address=ray_address)
-        if len(nodes) == count:
-            return nodes
+        if alive_addresses(head_address, ray_address) == count:
+            nodes = probe_cluster(head_address, ray_address=ray_address)
+            if len(nodes) == count:
+                return nodes
         time.sleep(2)
-    raise AssertionError(f"expected {count} ALIVE nodes within {timeout}s, saw {sorted(nodes)}")
+    seen = sorted(nodes) if nodes else f"no probe: the head's GCS lists {alive_addresses(head_address, ray_address)}"
+    raise AssertionError(f"expected {count} ALIVE nodes within {timeout}s, saw {seen}")
+
+
+def alive_addresses(head_address: str, ray_address: str | None = None) -> int:
+    """How many addresses the head's GCS lists ALIVE nodes at (0 while no GCS answers)."""
+    try:
+        return len(set(gcs_alive(head_address, gcs_address=ray_address).values()))
+    except (AssertionError, ValueError, IndexError, subprocess.TimeoutExpired):
+        return 0
 
 
 # What site.yml makes on a node, as node_state reads it: the content of every file under
@@ -424,12 +437,24 @@ LEFTOVERS = (
 )
 
 
-def gcs_alive(head_address: str, timeout: float = 10) -> dict[str, str]:
+def gcs_alive(head_address: str, timeout: float = 10, gcs_address: str | None = None) -> dict[str, str]:
     """Node ID -> IP of every node the head's GCS lists as ALIVE (gcs_alive.py: one RPC with that
-    timeout, no driver)."""
+    timeout, no driver), asked on the head (over SSH at ``head_address``) at ``gcs_address`` (the head's
+    Ray address, when it is not the SSH one)."""
+    return json.loads(_gcs_nodes(head_address, timeout, gcs_address))
+
+
+def gcs_cpus(head_address: str, timeout: float = 10) -> dict[str, tuple[str, float]]:
+    """Node ID -> (IP, total CPU resource) of every node the head's GCS lists as ALIVE (no driver)."""
+    nodes = json.loads(_gcs_nodes(head_address, timeout, None, "cpus"))
+    return {node_id: (ip, cpus) for node_id, (ip, cpus) in nodes.items()}
+
+
+def _gcs_nodes(head_address: str, timeout: float, gcs_address: str | None, *mode: str) -> str:
     script = (Path(__file__).parent / "gcs_alive.py").read_text()
-    proc = ssh(head_address, f"{NODE_ENV} {VENV}/bin/python - {head_address}:6379 {timeout}", stdin=script)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    address = gcs_address or head_address
+    command = f"{NODE_ENV} {VENV}/bin/python - {address}:6379 {timeout} {' '.join(mode)}"
+    return ssh(head_address, command.rstrip(), stdin=script).stdout.strip().splitlines()[-1]
 
 
 # Per node, in one SSH: the unit's state, then for each raylet its node ID and the RLINF_* variables of

@@ -9,6 +9,7 @@ import time
 
 import pytest
 from lab_helpers import (
+    gcs_alive,
     probe_cluster,
     repaired_by_site,
     run_site,
@@ -45,9 +46,12 @@ def test_killed_raylet_is_restarted_by_systemd_without_ansible(tmp_path, hosts):
     deadline = time.monotonic() + 120
     nodes = {}
     while time.monotonic() < deadline:
-        nodes = probe_cluster(head)
-        if address in nodes and nodes[address]["node_id"] != before and len(nodes) == len(hosts):
-            break
+        # The probe (a Ray worker on every node) once the head's GCS lists a new raylet at the address.
+        listed = gcs_alive(head)
+        if {i for i, ip in listed.items() if ip == address} - {before} and len(set(listed.values())) == len(hosts):
+            nodes = probe_cluster(head)
+            if address in nodes and nodes[address]["node_id"] != before and len(nodes) == len(hosts):
+                break
         time.sleep(3)
     assert nodes.get(address, {}).get("node_id") not in (None, before), f"{name} did not come back: {nodes}"
     # systemd saw `ray start --block` exit and restarted the unit (a new node ID, same host).
