@@ -4,8 +4,9 @@ ufw's chains drop what our nft table would accept, so site.yml refuses the node 
 naming ufw, the node addresses it lacks and both fixes, before anything changes. With
 rlinf_firewall_manage_host site.yml adds exactly those `allow from` rules through ufw (commented
 rlinf-ansible), the cluster comes up through the active firewall and a re-run changes nothing;
-purge deletes our rules and leaves the operator's SSH rule and ufw itself on. The lab image has
-ufw installed and off (lab/build-image.sh); the module leaves it off, and the cluster as it was.
+purge on that worker deletes our rules and leaves the operator's SSH rule and ufw itself on. The lab
+image has ufw installed and off (lab/build-image.sh); the module leaves it off, and that worker purged
+(the next module's cluster fixture installs it again: one node, not three).
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def test_ufw_is_refused_naming_the_node_then_opened_exactly_and_purged(tmp_path,
     again = run_playbook("site.yml", tmp_path, extravars=MANAGE)
     assert again.rc == 0 and sum(again.changed().values()) == 0, again.changed()
 
-    purged = run_playbook("teardown.yml", tmp_path, extravars={"teardown_purge": True, "teardown_confirm": "yes"})
+    purge = {"teardown_purge": True, "teardown_confirm": "yes"}
+    purged = run_playbook("teardown.yml", tmp_path, extravars=purge, limit=worker)
     assert purged.rc == 0, purged.stdout[-3000:]
     assert ufw_rules(address) == ["22/tcp ALLOW Anywhere", "22/tcp (v6) ALLOW Anywhere (v6)"]
     assert ssh(address, "LC_ALL=C ufw status").stdout.startswith("Status: active")
