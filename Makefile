@@ -173,12 +173,14 @@ molecule: host venv
 test-fleet: host venv
 	bash lab/scenario.sh tests/integration/test_scenario.py $(FLEET_LAB)
 
-# The streams beside the lab suite, each one step after the other; a failing step does not stop the next
+# The steps beside the lab suite, each one after the other; a failing step does not stop the next
 # (lab/steps.sh): one run says every step that fails.
 #   scenarios: molecule's and the fleet's, on labs of their own; Ray runs there, so at the lab suite's priority.
 #   checks:    what needs no host (lint-static, unit, controller) and ansible-test sanity, at nice 10: pure CPU
-#              with no deadline, it yields the cores to the Ray clusters of the other two streams.
-# checks-and-scenarios: the two, one after the other (no lab suite); -k: a failing stream does not stop the other.
+#              with no deadline, it yields the cores to the Ray clusters.
+# checks-and-scenarios: the scenarios, then the checks (-k: a failing scenario does not stop the checks). In make
+# test, beside the lab suite: the checks come when the scenarios are done and the two labs alone leave part
+# of a core idle, instead of taking their CPU from the Ray clusters while three streams keep both cores busy.
 scenarios:
 	+MAKE="$(MAKE)" bash lab/steps.sh molecule test-fleet
 
@@ -186,15 +188,15 @@ checks:
 	+MAKE="$(MAKE)" nice -n 10 bash lab/steps.sh lint-static unit controller sanity
 
 checks-and-scenarios:
-	+$(MAKE) -j1 -k --no-print-directory checks scenarios
+	+$(MAKE) -j1 -k --no-print-directory scenarios checks
 
-# The lab suite (on two labs) is the longest stream: it starts first, and the other two run beside it
-# (they share no host). Its lab is up before the streams start, so no job slot leaves it waiting for
-# another stream.
+# The lab suite (on two labs) is the longest stream: it starts first, and the scenarios and then the checks
+# run beside it (they share no host). Its lab is up before the streams start, so no job slot leaves it
+# waiting for the other stream.
 test: venv
 	rm -rf .lab/failed
 	bash lab/timed.sh lab-up $(MAKE) lab-up
-	bash lab/timed.sh "lab suite + checks and scenarios" $(MAKE) -j3 --output-sync=target test-lab-2 scenarios checks
+	bash lab/timed.sh "lab suite + scenarios, then checks" $(MAKE) -j2 --output-sync=target test-lab-2 checks-and-scenarios
 
 bench: image venv
 	$(BIN)/python bench/bringup.py

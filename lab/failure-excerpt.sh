@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `lab/failure-excerpt.sh NAME LOG`: keeps the lines around LOG's first failures in
 # .lab/failed/NAME.txt, which .ci/run prints last (CI shows only the end of its output, and make
-# test's three streams print long logs before it).
+# test's streams print long logs before it).
 set -uo pipefail
 name=$1
 log=$2

@@ -50,7 +50,7 @@ LAB_INVENTORY = Path(os.environ.get("RLINF_LAB_INVENTORY", ROOT / "inventories" 
 # ansible-runner finds ansible-playbook on PATH: use the one beside the interpreter running
 # the tests (the controller venv), however pytest was started.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-# make test runs three streams on two cores: a site.yml that installs torch on three nodes took
+# make test runs its streams on two cores: a site.yml that installs torch on three nodes took
 # 167 s alone and over 350 s there. The bound is for a run that hangs, not for a slow one.
 PLAYBOOK_TIMEOUT = 1800
 # Prefix for commands on a node that act as a Ray driver: the nodes' environment, with
@@ -358,14 +358,17 @@ def wait_for_alive(
     ALIVE addresses, it asks the GCS alone (gcs_alive: 0.2 CPU s against 3 for a probe, which starts a
     Ray worker on every node)."""
     deadline = time.monotonic() + timeout
-    nodes: dict[str, dict] = {}
+    nodes: dict[str, dict] | None = None
     while time.monotonic() < deadline:
         if alive_addresses(head_address, ray_address) == count:
             nodes = probe_cluster(head_address, ray_address=ray_address)
             if len(nodes) == count:
                 return nodes
         time.sleep(2)
-    seen = sorted(nodes) if nodes else f"no probe: the head's GCS lists {alive_addresses(head_address, ray_address)}"
+    if nodes is None:
+        seen = f"no probe: the head's GCS lists {alive_addresses(head_address, ray_address)} addresses"
+    else:
+        seen = f"the last probe's {sorted(nodes)}"
     raise AssertionError(f"expected {count} ALIVE nodes within {timeout}s, saw {seen}")
 
 

@@ -366,9 +366,6 @@ def test_nodes_without_cpus_are_named_by_readiness_and_by_status(rlinf_lab, host
     # The next site.yml (the next test's, or the module's restore) gives the worker its CPUs back.
 
 
-# Alive nodes, and the head's CPUs: "<alive>:<cpus of the node at the address>".
-
-
 def test_rlinf_trains_as_ray_node_user(rlinf_lab, hosts, tmp_path):
     inventory = rlinf_lab
     as_user = inventory(ray_node_user="ray", ray_node_writable_paths=[USER_DATA_DIR])
