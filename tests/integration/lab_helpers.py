@@ -1,5 +1,5 @@
 """Helpers for tests that drive the real playbooks against the podman lab: the inventory,
-SSH to a node, ansible-runner, the cluster probe. Fixtures live in conftest.py.
+SSH to a node, playbook runs, the cluster probe. Fixtures live in conftest.py.
 
 The lab is made by `make lab-up` (lab/lab.py); these helpers fail, never skip, when it is
 missing, so a run without hosts cannot pass by accident.
@@ -241,26 +241,44 @@ REACHED_EVENTS = {
 
 
 class PlaybookRun:
-    def __init__(self, runner: ansible_runner.Runner):
-        self.rc = runner.rc
-        self.stats = runner.stats or {}
-        self.stdout = runner.stdout.read()
-        # The roles (short names) with a task the run reached, whether or not it printed one.
-        self.roles_reached = {
+    """A playbook's run: its exit code, its output (stderr within), Ansible's stats (per key, the hosts
+    counted above zero) and, for a run through ansible-runner (run_playbook's events=True), the job events."""
+
+    def __init__(self, rc: int, stdout: str, stats: dict | None, events: list[dict] | None = None):
+        self.rc = rc
+        self.stdout = stdout
+        self.stats = stats or {}
+        self._events = events
+
+    @property
+    def events(self) -> list[dict]:
+        assert self._events is not None, "this run kept no job events: run_playbook(..., events=True)"
+        return self._events
+
+    @property
+    def roles_reached(self) -> set[str]:
+        """The roles (short names) with a task the run reached, whether or not it printed one."""
+        return {
             str(event["event_data"]["role"]).rsplit(".", 1)[-1]
-            for event in runner.events
+            for event in self.events
             if event.get("event") in REACHED_EVENTS and event.get("event_data", {}).get("role")
         }
 
-        # host -> task name -> its result (ok or failed), for a check on what a task really ran.
-        self.results: dict[str, dict[str, dict]] = {}
-        for event in runner.events:
+    @property
+    def results(self) -> dict[str, dict[str, dict]]:
+        """host -> task name -> its result (ok or failed), for a check on what a task really ran."""
+        results: dict[str, dict[str, dict]] = {}
+        for event in self.events:
             data = event.get("event_data", {})
             if event.get("event") in ("runner_on_ok", "runner_on_failed") and data.get("host"):
-                self.results.setdefault(data["host"], {})[data.get("task", "")] = data.get("res") or {}
+                results.setdefault(data["host"], {})[data.get("task", "")] = data.get("res") or {}
+        return results
 
     def changed(self) -> dict[str, int]:
         return dict(self.stats.get("changed", {}))
+
+
+CALLBACK_PLUGINS = Path(__file__).parent / "callback_plugins"
 
 
 def run_playbook(
@@ -268,38 +286,96 @@ def run_playbook(
     tmp_path: Path,
     inventory: Path = LAB_INVENTORY,
     pause_at_role: tuple[str, str] | None = None,
+    events: bool = False,
     **kwargs,
 ) -> PlaybookRun:
-    """Run a playbook of the repository with ansible-runner, as `ansible-playbook` from the root would.
+    """Run a playbook of the repository as `ansible-playbook` from the root would; kwargs: extravars,
+    limit, tags, skip_tags, cmdline, verbosity.
 
+    events=True: through ansible-runner instead, for a test that reads the job events an AWX job shows
+    (their files, an event_handler, roles_reached, results) or answers a prompt (passwords). It costs the
+    controller about 0.8 CPU s more a run (a no-op site.yml on 3 nodes), so the other runs go without it.
     pause_at_role=(container, role): `podman pause` that lab container just before the first task
     of that role is sent to any host (callback_plugins/pause_at_role.py)."""
     private_data_dir = tmp_path / f"runner-{time.monotonic_ns()}"
     private_data_dir.mkdir()
     envvars = {"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    callbacks = [] if events else ["playbook_stats"]
     if pause_at_role:
         container, role = pause_at_role
-        envvars.update(
-            ANSIBLE_CALLBACK_PLUGINS=str(Path(__file__).parent / "callback_plugins"),
-            ANSIBLE_CALLBACKS_ENABLED="pause_at_role",
-            RLINF_TEST_PAUSE_CONTAINER=container,
-            RLINF_TEST_PAUSE_ROLE=role,
-        )
+        callbacks.append("pause_at_role")
+        envvars.update(RLINF_TEST_PAUSE_CONTAINER=container, RLINF_TEST_PAUSE_ROLE=role)
+    if callbacks:
+        envvars.update(ANSIBLE_CALLBACK_PLUGINS=str(CALLBACK_PLUGINS), ANSIBLE_CALLBACKS_ENABLED=",".join(callbacks))
     before = cpu_account.snapshot(lab_containers()) if cpu_account.LOG else None
-    runner = ansible_runner.run(
-        private_data_dir=str(private_data_dir),
-        project_dir=str(ROOT),
-        playbook=str(ROOT / playbook),
-        inventory=str(inventory),
-        envvars=envvars,
-        quiet=True,
-        # No run may hang a test session (a prompt nobody answers, a host that never replies).
-        timeout=PLAYBOOK_TIMEOUT,
-        **kwargs,
-    )
+    if events:
+        runner = ansible_runner.run(
+            private_data_dir=str(private_data_dir),
+            project_dir=str(ROOT),
+            playbook=str(ROOT / playbook),
+            inventory=str(inventory),
+            envvars=envvars,
+            quiet=True,
+            # No run may hang a test session (a prompt nobody answers, a host that never replies).
+            timeout=PLAYBOOK_TIMEOUT,
+            **kwargs,
+        )
+        run = PlaybookRun(runner.rc, runner.stdout.read(), runner.stats, list(runner.events))
+    else:
+        run = _ansible_playbook(ROOT / playbook, private_data_dir, inventory, envvars, **kwargs)
     if before:
         cpu_account.record("playbook", playbook, before, cpu_account.snapshot(lab_containers()))
-    return PlaybookRun(runner)
+    return run
+
+
+def _ansible_playbook(
+    playbook: Path,
+    private_data_dir: Path,
+    inventory: Path,
+    envvars: dict[str, str],
+    extravars: dict | None = None,
+    limit: str | None = None,
+    tags: str | None = None,
+    skip_tags: str | None = None,
+    cmdline: str | None = None,
+    verbosity: int = 0,
+) -> PlaybookRun:
+    """ansible-playbook in the repository's root, stdin closed, stderr in its output."""
+    stats_file = private_data_dir / "stats.json"
+    argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(inventory), str(playbook)]
+    if extravars:
+        # A file, as ansible-runner passes them: the values stay out of the process list.
+        extravars_file = private_data_dir / "extravars.json"
+        extravars_file.write_text(json.dumps(extravars))
+        argv += ["-e", f"@{extravars_file}"]
+    for option, value in (("--limit", limit), ("--tags", tags), ("--skip-tags", skip_tags)):
+        if value:
+            argv += [option, value]
+    argv += shlex.split(cmdline or "")
+    if verbosity:
+        argv.append("-" + "v" * verbosity)
+    # What ansible-runner sets besides its own callback, so that a run means here what it meant through it.
+    env = {"ANSIBLE_HOST_KEY_CHECKING": "False", **os.environ, "ANSIBLE_RETRY_FILES_ENABLED": "False", **envvars}
+    env["RLINF_TEST_STATS_FILE"] = str(stats_file)
+    with subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        # Its own process group: a run past the time limit is stopped with every worker it forked.
+        start_new_session=True,
+    ) as proc:
+        try:
+            stdout, _ = proc.communicate(timeout=PLAYBOOK_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            stdout, _ = proc.communicate()
+            pytest.fail(f"{playbook.name} ran past {PLAYBOOK_TIMEOUT} s and was stopped:\n{stdout[-3000:]}")
+    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    return PlaybookRun(proc.returncode, stdout, stats)
 
 
 def purge_node(tmp_path: Path, inventory: Path, host: str) -> PlaybookRun:
@@ -315,19 +391,20 @@ def purge_node(tmp_path: Path, inventory: Path, host: str) -> PlaybookRun:
     return run
 
 
-def run_status(tmp_path, inventory=LAB_INVENTORY, **extravars):
-    """status.yml and the JSON report it wrote."""
+def run_status(tmp_path, inventory=LAB_INVENTORY, events=False, **extravars):
+    """status.yml and the JSON report it wrote (events: run_playbook's)."""
     report = tmp_path / f"report-{time.monotonic_ns()}.json"
     extravars = {"cluster_report_path": str(report), **extravars}
-    run = run_playbook("status.yml", tmp_path, inventory=inventory, extravars=extravars)
+    run = run_playbook("status.yml", tmp_path, inventory=inventory, events=events, extravars=extravars)
     return run, json.loads(report.read_text())
 
 
-def run_site(tmp_path, inventory=LAB_INVENTORY, **extravars):
-    """site.yml and the report its last step, the cluster check status.yml runs too, wrote."""
+def run_site(tmp_path, inventory=LAB_INVENTORY, events=False, **extravars):
+    """site.yml and the report its last step, the cluster check status.yml runs too, wrote (events:
+    run_playbook's)."""
     report = tmp_path / f"site-report-{time.monotonic_ns()}.json"
     extravars = {"cluster_report_path": str(report), **extravars}
-    run = run_playbook("site.yml", tmp_path, inventory=inventory, extravars=extravars)
+    run = run_playbook("site.yml", tmp_path, inventory=inventory, events=events, extravars=extravars)
     return run, json.loads(report.read_text()) if report.exists() else {}
 
 
@@ -355,8 +432,8 @@ def wait_for_alive(
     head_address: str, count: int, timeout: float = 90, ray_address: str | None = None
 ) -> dict[str, dict]:
     """probe_cluster once ``count`` nodes run its actors. While the head's GCS lists another number of
-    ALIVE addresses, it asks the GCS alone (gcs_alive: 0.2 CPU s against 3 for a probe, which starts a
-    Ray worker on every node)."""
+    ALIVE addresses, it asks the GCS alone (gcs_alive: 0.1 CPU s of the head's, 0.2 with the SSH, against
+    3 for a probe, which starts a Ray worker on every node)."""
     deadline = time.monotonic() + timeout
     nodes: dict[str, dict] | None = None
     while time.monotonic() < deadline:

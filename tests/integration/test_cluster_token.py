@@ -59,12 +59,12 @@ def test_a_controller_without_state_takes_the_nodes_token_and_restarts_nothing(t
     since = started(hosts)
     inventory, kept = stateless_inventory(tmp_path)
 
-    dry = run_playbook("site.yml", tmp_path, inventory=inventory, cmdline="--check --diff")
+    dry = run_playbook("site.yml", tmp_path, inventory=inventory, events=True, cmdline="--check --diff")
     assert dry.rc == 0, dry.stdout[-3000:]
     assert recap_changed(dry) == {}, dry.stdout[-3000:]
     assert not kept.exists(), "check mode wrote the controller's token"
 
-    run = run_playbook("site.yml", tmp_path, inventory=inventory)
+    run = run_playbook("site.yml", tmp_path, inventory=inventory, events=True)
     assert run.rc == 0, run.stdout[-3000:]
     assert recap_changed(run) == {}, run.stdout[-3000:]
     assert set(run.stats.get("ok", {})) >= set(hosts), run.stats

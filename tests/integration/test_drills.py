@@ -108,6 +108,7 @@ def test_host_unreachable_mid_run_is_named_and_the_others_finish(tmp_path, hosts
         run = run_playbook(
             "site.yml",
             tmp_path,
+            events=True,
             event_handler=on_event,
             extravars={"ray_check_timeout": 10},
             pause_at_role=(container, "python_env"),
@@ -177,7 +178,7 @@ def test_killed_easytier_is_restarted_by_systemd_and_ray_recovers_over_the_overl
     inventory = overlay_inventory(tmp_path, hosts, network_secret)
     name, address = list(hosts.items())[1]
     try:
-        run, report = run_site(tmp_path, inventory)
+        run, report = run_site(tmp_path, inventory, events=True)
         assert run.rc == 0, run.stdout[-3000:]
         assert report["ok"], report["problems"]
         assert all(n["ip"].startswith("10.144.") for n in report["nodes"]), report["nodes"]
@@ -193,7 +194,7 @@ def test_killed_easytier_is_restarted_by_systemd_and_ray_recovers_over_the_overl
             assert time.monotonic() < deadline, f"{name}: easytier not back within 90 s ({state}, PID {pid})"
             time.sleep(2)
         # Ray over the overlay is whole again within the check's bounded wait.
-        status, report = run_status(tmp_path, inventory, ray_check_timeout=120)
+        status, report = run_status(tmp_path, inventory, events=True, ray_check_timeout=120)
         assert status.rc == 0 and report["ok"], report["problems"]
         assert [n["state"] for n in report["nodes"]] == ["ALIVE"] * len(hosts)
 

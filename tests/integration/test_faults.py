@@ -48,7 +48,7 @@ def test_killed_raylet_is_restarted_by_systemd_without_ansible(tmp_path, hosts):
     while time.monotonic() < deadline:
         # The probe (a Ray worker on every node) once the head's GCS lists a new raylet at the address.
         listed = gcs_alive(head)
-        if {i for i, ip in listed.items() if ip == address} - {before} and len(set(listed.values())) == len(hosts):
+        if {i for i, ip in listed.items() if ip == address} - {before} and set(listed.values()) == set(hosts.values()):
             nodes = probe_cluster(head)
             if address in nodes and nodes[address]["node_id"] != before and len(nodes) == len(hosts):
                 break

@@ -165,6 +165,7 @@ def purge_and_deploy_again(tmp_path, inventory, hosts, head, synced_checkout) ->
         tmp_path,
         inventory=inventory,
         extravars={"teardown_purge": True},
+        events=True,
         passwords={r"Type 'yes' to go on": "no"},
     )
     assert refused.rc != 0, "purge went on without a typed 'yes'"

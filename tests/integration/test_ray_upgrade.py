@@ -45,7 +45,7 @@ def change_pin(hosts, version, tmp_path):
     before = {ip: n["node_id"] for ip, n in wait_for_alive(head, len(hosts)).items()}
     since = int(time.time()) - 1
     run = run_playbook(
-        "site.yml", tmp_path, extravars={"rlinf_ray_version": version, "python_env_require_hashes": True}
+        "site.yml", tmp_path, events=True, extravars={"rlinf_ray_version": version, "python_env_require_hashes": True}
     )
     assert run.rc == 0, run.stdout[-4000:]
     # pip installed the lock the controller wrote and pushed, by its hashes, not the bare requirements.
@@ -108,7 +108,7 @@ def test_a_wheel_changed_on_a_node_after_the_push_is_refused_by_pip_there(tmp_pa
     one_byte = f"printf 'X' | dd of={wheel} bs=1 seek=100 conv=notrunc status=none"
     ssh(address, f"cp -p {wheel} /tmp/wheel.orig && {one_byte} && touch -r /tmp/wheel.orig {wheel}")
     try:
-        run = run_playbook("site.yml", tmp_path, extravars={"python_env_require_hashes": True})
+        run = run_playbook("site.yml", tmp_path, events=True, extravars={"python_env_require_hashes": True})
         assert run.rc != 0, run.stdout[-3000:]
         failed = run.results[worker][INSTALL_TASK]
         assert failed.get("rc") not in (None, 0), failed

@@ -35,7 +35,7 @@ def test_after_a_full_run_the_token_is_only_in_0600_files(tmp_path, hosts):
             seen_on_controller.extend(controller_processes_holding(secret))
         return True
 
-    run = run_playbook("site.yml", tmp_path, event_handler=on_event, verbosity=3, cmdline="--diff")
+    run = run_playbook("site.yml", tmp_path, events=True, event_handler=on_event, verbosity=3, cmdline="--diff")
     assert run.rc == 0, run.stdout[-3000:]
     assert run.changed().get(worker, 0) >= 1, "the token was not written again"
 
@@ -78,7 +78,7 @@ def test_secret_env_vars_reach_ray_on_every_node_and_only_a_0600_file(tmp_path, 
 
     inventory = write_inventory(tmp_path, with_secret)
     try:
-        run = run_playbook("site.yml", tmp_path, inventory=inventory, verbosity=3, cmdline="--diff")
+        run = run_playbook("site.yml", tmp_path, inventory=inventory, events=True, verbosity=3, cmdline="--diff")
         assert run.rc == 0, run.stdout[-3000:]
         assert value not in run.stdout
         assert controller_files_holding(value.encode(), *tmp_path.glob("runner-*")) == {}

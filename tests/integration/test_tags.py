@@ -16,7 +16,7 @@ def node_ids(hosts):
 
 def test_tags_ray_on_a_healthy_cluster_is_a_no_op(tmp_path, hosts):
     before = node_ids(hosts)
-    run = run_playbook("site.yml", tmp_path, tags="ray")
+    run = run_playbook("site.yml", tmp_path, events=True, tags="ray")
     assert run.rc == 0, run.stdout[-3000:]
     assert run.changed() == {}, run.changed()
     ran = run.roles_reached
@@ -36,7 +36,7 @@ def test_tags_ray_starts_a_ray_that_stopped(tmp_path, hosts):
 
 def test_skip_tags_overlay_runs_the_rest(tmp_path, hosts):
     before = node_ids(hosts)
-    run = run_playbook("site.yml", tmp_path, skip_tags="overlay")
+    run = run_playbook("site.yml", tmp_path, events=True, skip_tags="overlay")
     assert run.rc == 0, run.stdout[-3000:]
     assert run.changed() == {}, run.changed()
     ran = run.roles_reached
